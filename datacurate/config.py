@@ -1,0 +1,295 @@
+"""Typed configuration: dataclasses loaded from YAML, strict about keys and types.
+
+Merge order is defaults <- YAML <- ``--set key=value`` overrides. Every stage module
+owns its ``XxxConfig`` dataclass; this module owns the root tree and the loader.
+A misspelt key, a wrong type or an unknown stage is a :class:`ConfigError` raised
+before any work starts, with a one-line message naming the offending path.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Optional, Union
+
+import yaml
+
+
+class ConfigError(ValueError):
+    """A configuration problem, reported as one line before any work starts."""
+
+
+@dataclass
+class InputConfig:
+    path: list[str] = field(default_factory=list)  # files, directories or globs
+    format: Literal["auto", "jsonl", "parquet"] = "auto"  # auto: by file extension
+    text_field: str = "text"
+    id_field: str = "id"  # when absent in a record, id = "<source>:<line>"
+    domain_field: str = "domain"
+    default_domain: str = "unknown"  # domain for records without one
+    max_doc_chars: int = 10_000_000  # longer documents are rejected as input/doc_too_large
+    invalid_utf8: Literal["reject", "replace"] = "reject"  # replace: decode with U+FFFD and keep
+    chunk_bytes: int = 64 << 20  # plain JSONL files are split into read tasks of about this size
+    batch_rows: int = 2048  # rows per Arrow batch flowing through the stages
+
+
+@dataclass
+class OutputConfig:
+    path: str = "out"
+    compression: str = "zstd"
+    overwrite: bool = True  # replace kept/, rejected/ and stats.json of an earlier run
+
+
+@dataclass
+class RayConfig:
+    address: Optional[str] = None  # None: start an embedded local Ray; "auto" or ray://... for a cluster
+    num_cpus: Optional[int] = None  # local Ray only; None = all cores
+    object_store_memory_mb: Optional[int] = None  # local Ray only
+    progress: bool = True  # Ray Data progress bars and the live funnel line
+
+
+@dataclass
+class StageSpec:
+    name: str
+    config: Any  # the stage's own config dataclass instance
+
+
+@dataclass
+class PipelineConfig:
+    input: InputConfig = field(default_factory=InputConfig)
+    output: OutputConfig = field(default_factory=OutputConfig)
+    ray: RayConfig = field(default_factory=RayConfig)
+    stages: list[StageSpec] = field(default_factory=list)
+
+
+# ----------------------------------------------------------------------------- loading
+
+
+def _type_name(tp: Any) -> str:
+    return getattr(tp, "__name__", None) or str(tp).replace("typing.", "")
+
+
+def coerce(value: Any, tp: Any, where: str) -> Any:
+    """Check ``value`` against the annotation ``tp`` and convert what is safe (int->float)."""
+    origin = typing.get_origin(tp)
+    args = typing.get_args(tp)
+    if tp is Any:
+        return value
+    if origin in (Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        errors = []
+        for arg in args:
+            if arg is type(None):
+                continue
+            try:
+                return coerce(value, arg, where)
+            except ConfigError as e:
+                errors.append(str(e))
+        raise ConfigError(errors[0] if errors else f"{where}: invalid value {value!r}")
+    if origin is Literal:
+        if value not in args:
+            raise ConfigError(f"{where}: {value!r} is not one of {list(args)}")
+        return value
+    if dataclasses.is_dataclass(tp):
+        if isinstance(value, tp):
+            return value
+        if value is None:
+            value = {}
+        if not isinstance(value, dict):
+            raise ConfigError(f"{where}: expected a mapping, got {type(value).__name__}")
+        return from_dict(tp, value, where)
+    if origin is list:
+        if isinstance(value, (str, int, float)) and args and args[0] is str:
+            value = [value]  # a single path or language is a one-element list
+        if not isinstance(value, (list, tuple)):
+            raise ConfigError(f"{where}: expected a list, got {type(value).__name__}")
+        return [coerce(v, args[0] if args else Any, f"{where}[{i}]") for i, v in enumerate(value)]
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise ConfigError(f"{where}: expected a mapping, got {type(value).__name__}")
+        kt, vt = args if args else (Any, Any)
+        return {coerce(k, kt, where): coerce(v, vt, f"{where}.{k}") for k, v in value.items()}
+    if tp is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(f"{where}: expected true/false, got {value!r}")
+        return value
+    if tp is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(f"{where}: expected an integer, got {value!r}")
+        return value
+    if tp is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ConfigError(f"{where}: expected a number, got {value!r}")
+        return float(value)
+    if tp is str:
+        if not isinstance(value, str):
+            raise ConfigError(f"{where}: expected a string, got {value!r}")
+        return value
+    raise ConfigError(f"{where}: unsupported type {_type_name(tp)}")
+
+
+def unknown_key(key: str, known: list[str], where: str, what: str = "key") -> ConfigError:
+    near = difflib.get_close_matches(key, known, n=1)
+    hint = f" (did you mean '{near[0]}'?)" if near else f" (known: {', '.join(known)})"
+    return ConfigError(f"{where}: unknown {what} '{key}'{hint}")
+
+
+def from_dict(cls: type, data: dict, where: str) -> Any:
+    """Build dataclass ``cls`` from ``data``; unknown keys and wrong types are errors."""
+    hints = typing.get_type_hints(cls)
+    names = [f.name for f in dataclasses.fields(cls)]
+    kwargs = {}
+    for key, value in data.items():
+        if key not in names:
+            raise unknown_key(str(key), names, where)
+        kwargs[key] = coerce(value, hints[key], f"{where}.{key}" if where else key)
+    try:
+        obj = cls(**kwargs)
+    except (TypeError, ValueError) as e:
+        raise ConfigError(f"{where}: {e}") from None
+    validate = getattr(obj, "validate", None)
+    if validate:
+        try:
+            validate()
+        except ValueError as e:
+            raise ConfigError(f"{where}: {e}") from None
+    return obj
+
+
+def to_dict(obj: Any) -> Any:
+    """The resolved configuration as plain YAML-able data."""
+    if isinstance(obj, StageSpec):
+        return {obj.name: to_dict(obj.config)}
+    if dataclasses.is_dataclass(obj):
+        return {f.name: to_dict(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, (list, tuple)):
+        return [to_dict(v) for v in obj]
+    if isinstance(obj, dict):
+        return {k: to_dict(v) for k, v in obj.items()}
+    return obj
+
+
+def parse_override(item: str) -> tuple[list[str], Any]:
+    """``a.b.c=value`` -> (["a","b","c"], value parsed as a YAML scalar or list)."""
+    if "=" not in item:
+        raise ConfigError(f"--set {item!r}: expected KEY=VALUE")
+    key, raw = item.split("=", 1)
+    try:
+        value = yaml.safe_load(raw) if raw.strip() else ""
+    except yaml.YAMLError:
+        value = raw
+    parts = [p for p in key.strip().split(".") if p]
+    if not parts:
+        raise ConfigError(f"--set {item!r}: empty key")
+    return parts, value
+
+
+def _apply_override(raw: dict, parts: list[str], value: Any) -> None:
+    head = parts[0]
+    if head in ("input", "output") and isinstance(raw.get(head), (str, list)):
+        raw[head] = {"path": raw[head]}
+    if head in ("input", "output", "ray"):
+        node = raw.setdefault(head, {}) or {}
+        raw[head] = node
+        for p in parts[1:-1]:
+            node = node.setdefault(p, {})
+        if len(parts) == 1:
+            raw[head] = value
+        else:
+            node[parts[-1]] = value
+        return
+    # stage override: "<stage name or index>.key[.sub]=value"
+    stages = raw.get("stages") or []
+    target = None
+    for i, entry in enumerate(stages):
+        name = next(iter(entry)) if isinstance(entry, dict) and entry else entry
+        if head == name or head == str(i):
+            target = (i, name)
+            break
+    if target is None:
+        raise ConfigError(f"--set {'.'.join(parts)}: no stage '{head}' in this pipeline")
+    i, name = target
+    if not isinstance(stages[i], dict):
+        stages[i] = {name: {}}
+    node = stages[i][name]
+    if node is None:
+        node = stages[i][name] = {}
+    for p in parts[1:-1]:
+        node = node.setdefault(p, {})
+    if len(parts) < 2:
+        raise ConfigError(f"--set {'.'.join(parts)}: name a parameter, e.g. {head}.param=value")
+    node[parts[-1]] = value
+
+
+def load_config(
+    source: str | Path | dict,
+    overrides: list[str] | None = None,
+    input_path: str | list[str] | None = None,
+    output_path: str | None = None,
+    ray_address: str | None = None,
+) -> PipelineConfig:
+    """YAML file (or dict) + overrides -> validated :class:`PipelineConfig`."""
+    from datacurate.stages import STAGES
+
+    if isinstance(source, dict):
+        raw = dict(source)
+    else:
+        p = Path(source)
+        if not p.is_file():
+            raise ConfigError(f"pipeline file not found: {source}")
+        try:
+            raw = yaml.safe_load(p.read_text()) or {}
+        except yaml.YAMLError as e:
+            mark = getattr(e, "problem_mark", None)
+            at = f" (line {mark.line + 1})" if mark else ""
+            raise ConfigError(f"{source}: invalid YAML{at}: {getattr(e, 'problem', e)}") from None
+        if not isinstance(raw, dict):
+            raise ConfigError(f"{source}: the top level must be a mapping")
+    for item in overrides or []:
+        _apply_override(raw, *parse_override(item))
+    if input_path is not None:
+        _apply_override(raw, ["input", "path"], input_path)
+    if output_path is not None:
+        _apply_override(raw, ["output", "path"], output_path)
+    if ray_address is not None:
+        _apply_override(raw, ["ray", "address"], ray_address)
+
+    known = ["input", "output", "ray", "stages"]
+    for key in raw:
+        if key not in known:
+            raise unknown_key(str(key), known, "pipeline")
+    cfg = PipelineConfig()
+    inp = raw.get("input")
+    if isinstance(inp, (str, list)):
+        inp = {"path": inp}
+    cfg.input = coerce(inp, InputConfig, "input")
+    if not cfg.input.path:
+        raise ConfigError("input: no input path given (set 'input:' in the YAML or pass --input)")
+    out = raw.get("output")
+    if isinstance(out, str):
+        out = {"path": out}
+    cfg.output = coerce(out, OutputConfig, "output")
+    cfg.ray = coerce(raw.get("ray"), RayConfig, "ray")
+    stages_raw = raw.get("stages") or []
+    if not isinstance(stages_raw, list):
+        raise ConfigError("stages: expected a list of '- name: {params}' entries")
+    for i, entry in enumerate(stages_raw):
+        if isinstance(entry, str):
+            entry = {entry: {}}
+        if not isinstance(entry, dict) or len(entry) != 1:
+            raise ConfigError(f"stages[{i}]: expected '- name: {{params}}', got {entry!r}")
+        name, params = next(iter(entry.items()))
+        if name not in STAGES:
+            raise unknown_key(str(name), sorted(STAGES), f"stages[{i}]", what="stage")
+        stage_cls = STAGES[name]
+        cfg.stages.append(StageSpec(name, coerce(params, stage_cls.Config, f"stages[{i}].{name}")))
+    return cfg
+
+
+def dump_config(cfg: PipelineConfig) -> str:
+    return yaml.safe_dump(to_dict(cfg), sort_keys=False, allow_unicode=True)

@@ -1,0 +1,84 @@
+"""Run a pipeline end to end: check, plan, execute on Ray, write the report."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import time
+from typing import Callable
+
+from datacurate.config import ConfigError, PipelineConfig, dump_config
+from datacurate.engine.stats import finalize, format_funnel, merge
+from datacurate.io import plan_reads
+from datacurate.schema import INPUT_STAGE
+
+OWNED = ("kept", "rejected", "stats.json", "config.yaml")
+
+
+def prepare_output(cfg: PipelineConfig) -> None:
+    out = cfg.output.path
+    if os.path.exists(out) and not os.path.isdir(out):
+        raise ConfigError(f"output: {out} exists and is not a directory")
+    present = [p for p in OWNED if os.path.exists(os.path.join(out, p))]
+    if present and not cfg.output.overwrite:
+        raise ConfigError(f"output: {out} already holds a run ({', '.join(present)}); set output.overwrite: true")
+    for p in present:
+        full = os.path.join(out, p)
+        shutil.rmtree(full) if os.path.isdir(full) else os.remove(full)
+    os.makedirs(out, exist_ok=True)
+
+
+class _Progress:
+    def __init__(self, n_tasks: int, enabled: bool, stream=sys.stderr, every: float = 2.0):
+        self.n_tasks, self.enabled, self.stream, self.every = n_tasks, enabled, stream, every
+        self.t0 = self.last = time.perf_counter()
+        self.stats: dict = {}
+
+    def __call__(self, task_stats: dict) -> None:
+        merge(self.stats, task_stats)
+        now = time.perf_counter()
+        if self.enabled and (now - self.last >= self.every or self.stats.get("tasks") == self.n_tasks):
+            self.last = now
+            s = self.stats
+            rej = sum(s.get("rejected", {}).values())
+            rate = s.get("read", 0) / max(now - self.t0, 1e-9)
+            print(f"[datacurate] tasks {s.get('tasks', 0)}/{self.n_tasks}  read {s.get('read', 0):,}  "
+                  f"kept {s.get('kept', 0):,}  rejected {rej:,}  {rate:,.0f} docs/s",
+                  file=self.stream, flush=True)
+
+
+def run_pipeline(cfg: PipelineConfig, progress: bool | None = None, log: Callable[[str], None] | None = None) -> dict:
+    """Run ``cfg``; return the stats report (also written to OUT/stats.json)."""
+    from datacurate.engine import ray_backend
+    from datacurate.engine.process import build_stages
+
+    log = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
+    t0 = time.perf_counter()
+    tasks = plan_reads(cfg.input)  # fails fast on missing or unreadable inputs
+    build_stages(cfg.stages)  # fails fast on a missing model file before Ray starts
+    prepare_output(cfg)
+    with open(os.path.join(cfg.output.path, "config.yaml"), "w") as f:
+        f.write(dump_config(cfg))
+    show = cfg.ray.progress if progress is None else progress
+    if show:
+        log(f"[datacurate] {len(tasks)} read tasks over {len({t.path for t in tasks})} files -> {cfg.output.path}")
+    started = ray_backend.init_ray(cfg.ray)
+    tracker = _Progress(len(tasks), show)
+    try:
+        ray_backend.execute(cfg, tasks, tracker)
+    finally:
+        if started:
+            ray_backend.shutdown()
+    report = finalize(tracker.stats, [INPUT_STAGE] + [s.name for s in cfg.stages], time.perf_counter() - t0)
+    tmp = os.path.join(cfg.output.path, "stats.json.tmp")
+    with open(tmp, "w") as f:
+        json.dump(report, f, indent=2)
+    os.replace(tmp, os.path.join(cfg.output.path, "stats.json"))
+    if not report["totals"]["accounted"]:
+        raise RuntimeError(f"accounting mismatch: {report['totals']}")
+    return report
+
+
+__all__ = ["run_pipeline", "format_funnel"]

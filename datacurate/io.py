@@ -1,0 +1,358 @@
+"""Readers and writers: the only module that touches data files.
+
+Reading is planned on the driver as a list of small :class:`ReadTask` descriptions
+(a file, or a byte range of a plain JSONL file, or a Parquet row group range) and
+executed anywhere by :func:`read_task`, which yields Arrow batches in the common
+schema. Bad records never raise: they become rows with ``reject_stage = "input"`` and
+a reason (``input/malformed_json``, ``input/invalid_utf8``, ``input/missing_text``,
+``input/null_text``, ``input/non_string_text``, ``input/not_an_object``,
+``input/doc_too_large``) so that ``read == kept + rejected`` holds for every run.
+
+A record without an id gets ``<source>:<line>`` (1-based line, or 0-based row for
+Parquet), stable across runs and worker counts.
+"""
+
+from __future__ import annotations
+
+import glob
+import gzip
+import io
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Iterator
+
+import orjson
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from datacurate.config import InputConfig
+from datacurate.schema import (
+    BASE_COLUMNS, DOMAIN, ID, INPUT_STAGE, PART, REJECT_REASON, REJECT_STAGE, ROW, SOURCE, TEXT,
+)
+
+JSONL_SUFFIXES = (".jsonl", ".json", ".ndjson", ".jsonl.gz", ".json.gz", ".jsonl.zst", ".jsonl.zstd", ".json.zst")
+PARQUET_SUFFIXES = (".parquet", ".pq")
+
+
+class InputError(ValueError):
+    """An input path that cannot be read (reported before any work starts)."""
+
+
+@dataclass
+class ReadTask:
+    path: str  # absolute path
+    source: str  # the name written to the `source` column and used in derived ids
+    fmt: str  # "jsonl" | "parquet"
+    index: int = 0  # task number: names the part files
+    start: int = 0  # jsonl: byte offset; parquet: first row group
+    end: int = -1  # jsonl: byte end (-1 = EOF); parquet: row group end (exclusive)
+    first_line: int = 1  # jsonl: line number of the first line in the range; parquet: first row
+    size: int = 0  # bytes to read (for progress)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def detect_format(path: str, fmt: str) -> str | None:
+    if fmt != "auto":
+        return fmt
+    low = path.lower()
+    if low.endswith(PARQUET_SUFFIXES):
+        return "parquet"
+    if low.endswith(JSONL_SUFFIXES):
+        return "jsonl"
+    return None
+
+
+def expand_inputs(paths: list[str], fmt: str = "auto") -> list[tuple[str, str]]:
+    """Files, directories (recursive) and globs -> sorted [(absolute path, source name)]."""
+    found: dict[str, str] = {}
+    for spec in paths:
+        p = Path(spec).expanduser()
+        if any(ch in spec for ch in "*?["):
+            matches = sorted(glob.glob(str(p), recursive=True))
+            if not matches:
+                raise InputError(f"input glob matched no files: {spec}")
+            base = Path(spec.split("*")[0].rsplit("/", 1)[0] or ".")
+            for m in matches:
+                if os.path.isfile(m):
+                    found[os.path.abspath(m)] = _rel(m, base)
+        elif p.is_dir():
+            files = [f for f in sorted(p.rglob("*")) if f.is_file() and detect_format(f.name, fmt)]
+            if not files:
+                raise InputError(f"input directory has no JSONL or Parquet files: {spec}")
+            for f in files:
+                found[str(f.resolve())] = _rel(str(f), p)
+        elif p.is_file():
+            found[str(p.resolve())] = p.name
+        else:
+            raise InputError(f"input not found: {spec}")
+    out = []
+    for path, source in sorted(found.items(), key=lambda kv: kv[1]):
+        if detect_format(path, fmt) is None:
+            if any(ch in s for s in paths for ch in "*?["):
+                continue  # a glob may sweep up READMEs and the like
+            raise InputError(f"cannot tell the format of {path}; name it .jsonl[.gz|.zst] or .parquet, or set input.format")
+        out.append((path, source))
+    if not out:
+        raise InputError(f"no JSONL or Parquet files in: {', '.join(paths)}")
+    return out
+
+
+def _rel(path: str, base: Path) -> str:
+    try:
+        return str(Path(path).resolve().relative_to(base.resolve()))
+    except ValueError:
+        return Path(path).name
+
+
+def plan_reads(cfg: InputConfig) -> list[ReadTask]:
+    """Split the inputs into read tasks; plain JSONL files larger than chunk_bytes are
+    cut at line boundaries (line numbers counted here so derived ids stay stable)."""
+    tasks: list[ReadTask] = []
+    for path, source in expand_inputs(cfg.path, cfg.format):
+        fmt = detect_format(path, cfg.format)
+        size = os.path.getsize(path)
+        if fmt == "parquet":
+            try:
+                meta = pq.ParquetFile(path).metadata
+            except Exception as e:  # noqa: BLE001 - report any unreadable parquet in one line
+                raise InputError(f"not a readable Parquet file: {path} ({e})") from None
+            row = 0
+            for rg in range(meta.num_row_groups):
+                tasks.append(ReadTask(path, source, fmt, start=rg, end=rg + 1, first_line=row,
+                                      size=meta.row_group(rg).total_byte_size))
+                row += meta.row_group(rg).num_rows
+        elif path.lower().endswith(".jsonl") or path.lower().endswith((".json", ".ndjson")):
+            for start, end, line in _split_jsonl(path, size, cfg.chunk_bytes):
+                tasks.append(ReadTask(path, source, fmt, start=start, end=end, first_line=line, size=end - start))
+        else:
+            tasks.append(ReadTask(path, source, fmt, size=size))
+    for i, t in enumerate(tasks):
+        t.index = i
+    return tasks
+
+
+def _split_jsonl(path: str, size: int, chunk: int) -> list[tuple[int, int, int]]:
+    if size <= chunk:
+        return [(0, size, 1)]
+    bounds = [0]
+    with open(path, "rb") as f:
+        while bounds[-1] + chunk < size:
+            f.seek(bounds[-1] + chunk)
+            f.readline()  # move to the start of the next line
+            pos = f.tell()
+            if pos >= size:
+                break
+            bounds.append(pos)
+        bounds.append(size)
+        out, line = [], 1
+        for a, b in zip(bounds[:-1], bounds[1:]):
+            out.append((a, b, line))
+            f.seek(a)
+            remaining = b - a
+            while remaining > 0:
+                buf = f.read(min(remaining, 16 << 20))
+                line += buf.count(b"\n")
+                remaining -= len(buf)
+    return out
+
+
+def _open_lines(task: ReadTask) -> Iterator[bytes]:
+    low = task.path.lower()
+    if low.endswith(".gz"):
+        with gzip.open(task.path, "rb") as f:
+            yield from f
+    elif low.endswith((".zst", ".zstd")):
+        import zstandard
+
+        with open(task.path, "rb") as raw:
+            reader = io.BufferedReader(zstandard.ZstdDecompressor().stream_reader(raw), 1 << 20)
+            yield from reader
+    else:
+        with open(task.path, "rb") as f:
+            f.seek(task.start)
+            remaining = task.end - task.start
+            while remaining > 0:
+                line = f.readline(remaining)
+                if not line:
+                    break
+                remaining -= len(line)
+                yield line
+
+
+class _Batcher:
+    """Accumulates rows and emits Arrow tables of ``rows`` rows (or ~64 MB of text)."""
+
+    def __init__(self, task: ReadTask, rows: int):
+        self.task, self.rows, self.n_batches, self.row_in_task = task, rows, 0, 0
+        self._reset()
+
+    def _reset(self):
+        self.ids, self.texts, self.domains, self.stages, self.reasons, self.nbytes = [], [], [], [], [], 0
+
+    def add(self, id_, text, domain, reason=None):
+        self.ids.append(id_)
+        self.texts.append(text)
+        self.domains.append(domain)
+        self.stages.append(INPUT_STAGE if reason else None)
+        self.reasons.append(reason)
+        self.nbytes += len(text)
+
+    def full(self) -> bool:
+        return len(self.ids) >= self.rows or self.nbytes >= 64 << 20
+
+    def flush(self) -> pa.Table | None:
+        n = len(self.ids)
+        if n == 0:
+            return None
+        part = f"{self.task.index:06d}-{self.n_batches:05d}"
+        table = pa.table({
+            ID: pa.array(self.ids, BASE_COLUMNS[ID]),
+            TEXT: pa.array(self.texts, BASE_COLUMNS[TEXT]),
+            DOMAIN: pa.array(self.domains, BASE_COLUMNS[DOMAIN]),
+            SOURCE: pa.array([self.task.source] * n, BASE_COLUMNS[SOURCE]),
+            REJECT_STAGE: pa.array(self.stages, pa.string()),
+            REJECT_REASON: pa.array(self.reasons, pa.string()),
+            PART: pa.array([part] * n, pa.string()),
+            ROW: pa.array(range(self.row_in_task, self.row_in_task + n), pa.int64()),
+        })
+        self.n_batches += 1
+        self.row_in_task += n
+        self._reset()
+        return table
+
+
+def _field_str(value, default):
+    if value is None:
+        return default
+    return value if isinstance(value, str) else str(value)
+
+
+def read_task(task: ReadTask | dict, cfg: InputConfig, counters: dict | None = None) -> Iterator[pa.Table]:
+    """Read one task; yield batches in the common schema (see module docstring).
+
+    ``counters`` (if given) receives file-level facts: blank lines, empty files.
+    """
+    if isinstance(task, dict):
+        task = ReadTask(**task)
+    counters = counters if counters is not None else {}
+    batcher = _Batcher(task, cfg.batch_rows)
+    reader = _read_parquet if task.fmt == "parquet" else _read_jsonl
+    for record in reader(task, cfg, counters):
+        batcher.add(*record)
+        if batcher.full():
+            yield batcher.flush()
+    last = batcher.flush()
+    if last is not None:
+        yield last
+    if batcher.row_in_task == 0 and task.start == 0:
+        counters["empty_files"] = counters.get("empty_files", 0) + 1
+
+
+def _read_jsonl(task: ReadTask, cfg: InputConfig, counters: dict):
+    tf, idf, df = cfg.text_field, cfg.id_field, cfg.domain_field
+    default_domain = cfg.default_domain
+    for lineno, raw in enumerate(_open_lines(task), start=task.first_line):
+        if not raw.strip():
+            counters["blank_lines"] = counters.get("blank_lines", 0) + 1
+            continue
+        derived = f"{task.source}:{lineno}"
+        try:
+            obj = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            try:
+                raw.decode("utf-8")
+            except UnicodeDecodeError:
+                if cfg.invalid_utf8 == "replace":
+                    try:
+                        obj = orjson.loads(raw.decode("utf-8", "replace"))
+                    except orjson.JSONDecodeError:
+                        yield derived, raw.decode("utf-8", "replace"), default_domain, "input/malformed_json"
+                        continue
+                else:
+                    yield derived, raw.decode("utf-8", "replace"), default_domain, "input/invalid_utf8"
+                    continue
+            else:
+                yield derived, raw.decode("utf-8").rstrip("\n"), default_domain, "input/malformed_json"
+                continue
+        if not isinstance(obj, dict):
+            yield derived, raw.decode("utf-8", "replace").rstrip("\n"), default_domain, "input/not_an_object"
+            continue
+        id_ = _field_str(obj.get(idf), derived)
+        domain = _field_str(obj.get(df), default_domain)
+        text = obj.get(tf, _MISSING)
+        if text is _MISSING:
+            yield id_, "", domain, "input/missing_text"
+        elif text is None:
+            yield id_, "", domain, "input/null_text"
+        elif not isinstance(text, str):
+            yield id_, orjson.dumps(text).decode(), domain, "input/non_string_text"
+        elif len(text) > cfg.max_doc_chars:
+            yield id_, text, domain, "input/doc_too_large"
+        else:
+            yield id_, text, domain, None
+
+
+_MISSING = object()
+
+
+def _read_parquet(task: ReadTask, cfg: InputConfig, counters: dict):
+    pf = pq.ParquetFile(task.path)
+    names = set(pf.schema_arrow.names)
+    cols = [c for c in (cfg.text_field, cfg.id_field, cfg.domain_field) if c in names]
+    row = task.first_line
+    for batch in pf.iter_batches(batch_size=cfg.batch_rows, row_groups=list(range(task.start, task.end)), columns=cols):
+        n = batch.num_rows
+        data = {c: batch.column(c) for c in cols}
+        ids = data[cfg.id_field].to_pylist() if cfg.id_field in data else [None] * n
+        domains = data[cfg.domain_field].to_pylist() if cfg.domain_field in data else [None] * n
+        text_col = data.get(cfg.text_field)
+        is_str = text_col is not None and (pa.types.is_string(text_col.type) or pa.types.is_large_string(text_col.type))
+        texts = text_col.to_pylist() if text_col is not None else [_MISSING] * n
+        for i in range(n):
+            id_ = _field_str(ids[i], f"{task.source}:{row + i}")
+            domain = _field_str(domains[i], cfg.default_domain)
+            text = texts[i]
+            if text is _MISSING:
+                yield id_, "", domain, "input/missing_text"
+            elif text is None:
+                yield id_, "", domain, "input/null_text"
+            elif not is_str:
+                yield id_, str(text), domain, "input/non_string_text"
+            elif len(text) > cfg.max_doc_chars:
+                yield id_, text, domain, "input/doc_too_large"
+            else:
+                yield id_, text, domain, None
+        row += n
+
+
+# ----------------------------------------------------------------------------- writing
+
+
+def write_parts(table: pa.Table, out_dir: str, part: str, compression: str = "zstd") -> dict[str, int]:
+    """Write the kept and rejected rows of ``table`` to ``OUT/{kept,rejected}/part-<part>.parquet``.
+
+    Written to a temporary name and renamed, so a crashed or retried task never leaves
+    a half-written part; the same ``part`` always names the same rows, so a retry
+    overwrites instead of duplicating.
+    """
+    import pyarrow.compute as pc
+
+    rejected_mask = pc.is_valid(table.column(REJECT_REASON))
+    written = {}
+    for sub, mask in (("kept", pc.invert(rejected_mask)), ("rejected", rejected_mask)):
+        rows = table.filter(mask)
+        if sub == "kept":
+            rows = rows.drop_columns([REJECT_STAGE, REJECT_REASON])
+        written[sub] = rows.num_rows
+        if rows.num_rows == 0:
+            continue
+        d = os.path.join(out_dir, sub)
+        os.makedirs(d, exist_ok=True)
+        final = os.path.join(d, f"part-{part}.parquet")
+        tmp = final + ".tmp"
+        pq.write_table(rows, tmp, compression=compression)
+        os.replace(tmp, final)
+    return written

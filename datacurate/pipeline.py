@@ -1,0 +1,66 @@
+"""Python API: the same pipelines as the YAML files, built in code.
+
+    from datacurate import Pipeline, LangId, Heuristics
+    report = Pipeline([LangId(languages=["en"]), Heuristics()]).run("sample_data/corpus", "out/api")
+    table = Heuristics()(pa.table({"text": [...]}))           # one stage, one batch, no Ray
+    table = Pipeline([LangId(), Heuristics()]).apply(batch)   # all stages on one batch, no Ray
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import pyarrow as pa
+
+from datacurate.config import (
+    InputConfig, OutputConfig, PipelineConfig, RayConfig, StageSpec, coerce, load_config,
+)
+from datacurate.schema import BASE_COLUMNS, REJECT_COLUMNS, TEXT
+from datacurate.stages import Stage
+
+
+class Pipeline:
+    def __init__(self, stages: Sequence[Stage], ray: RayConfig | dict | None = None):
+        self.stages = list(stages)
+        self.ray = coerce(ray or {}, RayConfig, "ray")
+
+    @classmethod
+    def from_yaml(cls, path: str, overrides: list[str] | None = None) -> "Pipeline":
+        from datacurate.engine.process import build_stages
+
+        cfg = load_config(path, overrides)
+        pipe = cls(build_stages(cfg.stages), cfg.ray)
+        pipe._input, pipe._output = cfg.input, cfg.output
+        return pipe
+
+    def config(self, input: str | list[str] | None = None, output: str | None = None, **input_options: Any) -> PipelineConfig:
+        inp = getattr(self, "_input", InputConfig())
+        if input is not None or input_options:
+            base = {"path": input if input is not None else inp.path, **input_options}
+            inp = coerce(base, InputConfig, "input")
+        out = getattr(self, "_output", OutputConfig())
+        if output is not None:
+            out = OutputConfig(path=output, compression=out.compression, overwrite=out.overwrite)
+        return PipelineConfig(input=inp, output=out, ray=self.ray,
+                              stages=[StageSpec(s.name, s.config) for s in self.stages])
+
+    def run(self, input: str | list[str] | None = None, output: str | None = None, **input_options: Any) -> dict:
+        """Run on Ray (embedded local Ray unless ``ray.address`` is set); return the stats report."""
+        from datacurate.engine import run_pipeline
+
+        return run_pipeline(self.config(input, output, **input_options))
+
+    def apply(self, table: pa.Table | dict) -> pa.Table:
+        """Run every stage on one in-memory batch without Ray; rejected rows stay, with reasons."""
+        from datacurate.engine.process import apply_stage
+
+        if isinstance(table, dict):
+            table = pa.table(table)
+        for name, typ in {**BASE_COLUMNS, **REJECT_COLUMNS}.items():
+            if name not in table.column_names:
+                table = table.append_column(name, pa.nulls(table.num_rows, typ))
+        if table.schema.field(TEXT).type != BASE_COLUMNS[TEXT]:
+            table = table.set_column(table.schema.get_field_index(TEXT), TEXT, table.column(TEXT).cast(BASE_COLUMNS[TEXT]))
+        for stage in self.stages:
+            table, _ = apply_stage(stage, table)
+        return table

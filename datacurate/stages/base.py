@@ -1,0 +1,81 @@
+"""The shape every per-document stage shares.
+
+A stage is configured by a dataclass (``Stage.Config``), built once per worker
+(costly set-up such as loading a model happens in ``__init__``) and called on Arrow
+batches: ``stage(table) -> table``. It returns the input rows, in order, with its
+annotation columns (declared in ``Stage.columns``) and a ``reject_reason`` column
+(null = keep). It never drops rows: the engine does the dropping, so accounting
+lives in one place. Stages do not import Ray and run anywhere.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from datacurate.config import coerce
+from datacurate.schema import REJECT_REASON
+
+
+class Stage:
+    name: ClassVar[str]
+    Config: ClassVar[type]
+    columns: ClassVar[dict[str, pa.DataType]] = {}
+
+    def __init__(self, config: Any = None, **params: Any):
+        if config is None:
+            config = coerce(params, self.Config, self.name)
+        elif params:
+            raise TypeError(f"{self.name}: pass either a config or keyword parameters")
+        self.config = config
+
+    def annotate(self, table: pa.Table) -> tuple[dict[str, pa.Array], pa.Array | None]:
+        """Return (annotation columns, reject reasons or None); implemented by stages."""
+        raise NotImplementedError
+
+    def metrics(self, table: pa.Table) -> dict:
+        """Counters for stats.json over this stage's output rows (summed over batches)."""
+        return {}
+
+    def __call__(self, table: pa.Table) -> pa.Table:
+        if isinstance(table, dict):
+            table = pa.table(table)
+        cols, reasons = self.annotate(table)
+        for name, arr in cols.items():
+            table = set_column(table, name, arr)
+        if reasons is None:
+            reasons = pa.nulls(table.num_rows, pa.string())
+        return set_column(table, REJECT_REASON, reasons)
+
+
+def set_column(table: pa.Table, name: str, values) -> pa.Table:
+    arr = values if isinstance(values, (pa.Array, pa.ChunkedArray)) else pa.array(values)
+    i = table.schema.get_field_index(name)
+    if i >= 0:
+        return table.set_column(i, name, arr)
+    return table.append_column(name, arr)
+
+
+def first_reason(table_len: int, rules: list[tuple[str, np.ndarray]]) -> pa.Array:
+    """Combine boolean failure masks into one reason per row: the first rule that fails.
+
+    ``rules`` is an ordered list of (reason, mask); rows failing no rule get null.
+    """
+    out = np.full(table_len, None, dtype=object)
+    undecided = np.ones(table_len, dtype=bool)
+    for reason, mask in rules:
+        hit = undecided & np.asarray(mask, dtype=bool)
+        out[hit] = reason
+        undecided &= ~hit
+    return pa.array(out, pa.string())
+
+
+def value_counts(values: pa.Array | pa.ChunkedArray) -> dict:
+    """{value: count} of the non-null values (for stats.json)."""
+    if len(values) == 0:
+        return {}
+    vc = pc.value_counts(values)
+    return {v["values"].as_py(): v["counts"].as_py() for v in vc if v["values"].is_valid}

@@ -1,0 +1,245 @@
+"""Stage ``heuristics``: the published rule sets of Gopher, C4 and FineWeb.
+
+Rule sets run in the order Gopher quality, Gopher repetition, C4, FineWeb (FineWeb,
+Penedo et al. 2024, runs repetition first; quality first names short documents
+``too_few_words`` rather than a repetition rule). A document is rejected with the first rule it fails, named in
+its reason (``gopher/too_few_words``, ``gopher_rep/dup_line_frac``, ``c4/lorem_ipsum``,
+``fineweb/list_ratio`` ...). Every threshold is configurable; the defaults are the
+published ones:
+
+* Gopher quality (Rae et al. 2021, appendix A.1.1): 50-100,000 words; mean word
+  length 3-10 characters; '#' and ellipsis each <= 0.1 per word; <= 90 % of lines
+  starting with a bullet; <= 30 % of lines ending in an ellipsis; >= 80 % of words
+  containing a letter; >= 2 of the stop words {the, be, to, of, and, that, have, with}.
+* Gopher repetition (table A1): duplicate lines / paragraphs <= 0.30 of lines /
+  paragraphs and <= 0.20 of characters; the most frequent 2/3/4-gram covers <= 0.20 /
+  0.18 / 0.16 of characters; characters in repeated 5..10-grams <= 0.15 ... 0.10.
+* C4 (Raffel et al. 2020, section 2.2): drop lines that do not end in terminal
+  punctuation, have fewer than 3 words, or mention "javascript" or a cookie/terms
+  policy; reject pages with "lorem ipsum" or a curly brace, or with fewer than 5
+  sentences left. Line removal rewrites ``text`` (as C4 did); the number of removed
+  lines is in ``c4_lines_removed``.
+* FineWeb: lines ending in punctuation >= 0.12; lines of <= 30 characters <= 0.67;
+  characters in duplicated lines <= 0.01; newlines per word <= 0.3.
+
+All statistics are computed over the whole batch at once (see ``textstats``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from datacurate.schema import TEXT
+from datacurate.stages import textstats as ts
+from datacurate.stages.base import Stage, first_reason
+
+GOPHER_STOP_WORDS = ["the", "be", "to", "of", "and", "that", "have", "with"]
+BULLETS = "•‣●○▪◦∙·*-–"
+C4_POLICY = ["terms of use", "privacy policy", "cookie policy", "uses cookies", "use of cookies", "use cookies"]
+TERMINAL = (".", "!", "?", '"')
+FINEWEB_STOP_CHARS = (".", "!", "?", '"', "'", "\u201d", "\u2019", "\u3002", "\uff01", "\uff1f", "\u2026")
+
+
+@dataclass
+class GopherQualityConfig:
+    enabled: bool = True
+    min_words: int = 50
+    max_words: int = 100_000
+    min_mean_word_length: float = 3.0
+    max_mean_word_length: float = 10.0
+    max_symbol_word_ratio: float = 0.1  # for '#' and for ellipses, each
+    max_bullet_lines_ratio: float = 0.9
+    max_ellipsis_lines_ratio: float = 0.3
+    min_alpha_words_ratio: float = 0.8
+    min_stop_words: int = 2
+    stop_words: list[str] = field(default_factory=lambda: list(GOPHER_STOP_WORDS))
+
+
+@dataclass
+class GopherRepetitionConfig:
+    enabled: bool = True
+    max_dup_line_frac: float = 0.30
+    max_dup_para_frac: float = 0.30
+    max_dup_line_char_frac: float = 0.20
+    max_dup_para_char_frac: float = 0.20
+    max_top_ngram_char_frac: dict[int, float] = field(default_factory=lambda: {2: 0.20, 3: 0.18, 4: 0.16})
+    max_dup_ngram_char_frac: dict[int, float] = field(
+        default_factory=lambda: {5: 0.15, 6: 0.14, 7: 0.13, 8: 0.12, 9: 0.11, 10: 0.10}
+    )
+
+
+@dataclass
+class C4Config:
+    enabled: bool = True
+    filter_no_terminal_punct: bool = True  # drop lines not ending in . ! ? or " (FineWeb turns this off)
+    min_words_per_line: int = 3  # drop shorter lines
+    max_word_length: int = 1000  # drop lines with a longer word
+    filter_javascript: bool = True  # drop lines mentioning javascript
+    filter_policy: bool = True  # drop terms-of-use / privacy / cookie lines
+    filter_lorem_ipsum: bool = True  # reject documents with "lorem ipsum"
+    filter_curly_bracket: bool = True  # reject documents with '{'
+    min_sentences: int = 5  # reject documents with fewer sentences left
+
+
+@dataclass
+class FineWebConfig:
+    enabled: bool = True
+    min_line_punct_ratio: float = 0.12
+    short_line_length: int = 30
+    max_short_line_ratio: float = 0.67
+    max_dup_line_char_ratio: float = 0.01
+    max_list_ratio: float = 0.3  # newlines per word
+
+
+@dataclass
+class HeuristicsConfig:
+    gopher_quality: GopherQualityConfig = field(default_factory=GopherQualityConfig)
+    gopher_repetition: GopherRepetitionConfig = field(default_factory=GopherRepetitionConfig)
+    c4: C4Config = field(default_factory=C4Config)
+    fineweb: FineWebConfig = field(default_factory=FineWebConfig)
+
+
+def _b(arr) -> np.ndarray:
+    return np.asarray(pc.fill_null(arr, False), dtype=bool)
+
+
+def gopher_repetition(texts: pa.Array, words: ts.Pieces, hashes, cfg: GopherRepetitionConfig) -> list:
+    n_chars = np.asarray(pc.utf8_length(texts), dtype=np.float64)
+    lines = ts.split_pattern(texts, "\n+", regex=True)
+    paras = ts.split_pattern(pc.utf8_trim_whitespace(texts), r"\n\s*\n", regex=True)
+    line_dup, line_dup_chars = ts.duplicate_stats(lines)
+    para_dup, para_dup_chars = ts.duplicate_stats(paras)
+    rules = [
+        ("gopher_rep/dup_line_frac", ts.ratio(line_dup, lines.counts) > cfg.max_dup_line_frac),
+        ("gopher_rep/dup_para_frac", ts.ratio(para_dup, paras.counts) > cfg.max_dup_para_frac),
+        ("gopher_rep/dup_line_char_frac", ts.ratio(line_dup_chars, n_chars) > cfg.max_dup_line_char_frac),
+        ("gopher_rep/dup_para_char_frac", ts.ratio(para_dup_chars, n_chars) > cfg.max_dup_para_char_frac),
+    ]
+    pos, h, word_len = hashes
+    for n, thr in sorted(cfg.max_top_ngram_char_frac.items()):
+        chars = ts.top_ngram_chars(words, pos, h[n - 1], n, word_len)
+        rules.append((f"gopher_rep/top_{n}gram", ts.ratio(chars, n_chars) > thr))
+    for n, thr in sorted(cfg.max_dup_ngram_char_frac.items()):
+        chars = ts.dup_ngram_chars(words, pos, h[n - 1], n, word_len)
+        rules.append((f"gopher_rep/dup_{n}gram", ts.ratio(chars, n_chars) > thr))
+    return rules
+
+
+def gopher_quality(texts: pa.Array, words: ts.Pieces, word_len: np.ndarray, cfg: GopherQualityConfig) -> list:
+    n_words = words.counts
+    mean_len = ts.ratio(words.per_doc(word_len), n_words)
+    hashes = np.asarray(pc.count_substring(texts, "#"), dtype=np.float64)
+    ellipses = np.asarray(pc.count_substring_regex(texts, r"\.\.\.|…"), dtype=np.float64)
+    lines = ts.split_pattern(texts, "\n")
+    stripped = pc.utf8_trim_whitespace(lines.values)
+    bullet = _b(pc.match_substring_regex(stripped, "^[" + "".join("\\" + c if c in "-*" else c for c in BULLETS) + "]"))
+    ellipsis_end = _b(pc.match_substring_regex(stripped, r"(\.\.\.|…)$"))
+    alpha = _b(pc.match_substring_regex(words.values, r"\pL"))
+    stop = _b(pc.is_in(pc.utf8_lower(words.values), value_set=pa.array(cfg.stop_words, words.values.type)))
+    return [
+        ("gopher/too_few_words", n_words < cfg.min_words),
+        ("gopher/too_many_words", n_words > cfg.max_words),
+        ("gopher/mean_word_length", (mean_len < cfg.min_mean_word_length) | (mean_len > cfg.max_mean_word_length)),
+        ("gopher/symbol_word_ratio", (ts.ratio(hashes, n_words) > cfg.max_symbol_word_ratio)
+         | (ts.ratio(ellipses, n_words) > cfg.max_symbol_word_ratio)),
+        ("gopher/bullet_lines", ts.ratio(lines.per_doc(bullet), lines.counts) > cfg.max_bullet_lines_ratio),
+        ("gopher/ellipsis_lines", ts.ratio(lines.per_doc(ellipsis_end), lines.counts) > cfg.max_ellipsis_lines_ratio),
+        ("gopher/alpha_words", ts.ratio(words.per_doc(alpha), n_words, empty=1.0) < cfg.min_alpha_words_ratio),
+        ("gopher/stop_words", words.per_doc(stop) < cfg.min_stop_words),
+    ]
+
+
+def c4_rules(texts: pa.Array, cfg: C4Config) -> tuple[list, pa.Array, np.ndarray]:
+    """Return (document rules, texts with C4's bad lines removed, lines removed per doc)."""
+    lower = pc.utf8_lower(texts)
+    lines = ts.split_pattern(texts, "\n", drop_blank=False)
+    line = pc.utf8_trim_whitespace(lines.values)
+    line_lower = pc.utf8_lower(line)
+    drop = np.zeros(len(line), dtype=bool)
+    if cfg.filter_no_terminal_punct:
+        ends = np.zeros(len(line), dtype=bool)
+        for p in TERMINAL:
+            ends |= _b(pc.ends_with(line, p))
+        drop |= ~ends | _b(pc.ends_with(line, "..."))
+    tokens = ts.split_whitespace(line)
+    drop |= tokens.counts < cfg.min_words_per_line
+    if cfg.max_word_length > 0 and len(tokens.values):
+        long_word = tokens.lengths() > cfg.max_word_length
+        drop |= np.bincount(tokens.doc[long_word], minlength=len(line)) > 0
+    if cfg.filter_javascript:
+        drop |= _b(pc.match_substring(line_lower, "javascript"))
+    if cfg.filter_policy:
+        for phrase in C4_POLICY:
+            drop |= _b(pc.match_substring(line_lower, phrase))
+    kept = ts.Pieces(line, lines.doc, lines.offsets, lines.n_docs).select(~drop)
+    new_text = kept.rejoin("\n")
+    sentences = np.asarray(pc.count_substring_regex(new_text, r"[.!?]+[\"'\)\]]*(\s|$)"))
+    rules = [
+        ("c4/lorem_ipsum", _b(pc.match_substring(lower, "lorem ipsum")) if cfg.filter_lorem_ipsum else False),
+        ("c4/curly_bracket", _b(pc.match_substring(texts, "{")) if cfg.filter_curly_bracket else False),
+        ("c4/too_few_sentences", sentences < cfg.min_sentences),
+    ]
+    return rules, new_text, lines.per_doc(drop).astype(np.int32)
+
+
+def fineweb_rules(texts: pa.Array, cfg: FineWebConfig) -> list:
+    lines = ts.split_pattern(texts, "\n")
+    ends = np.zeros(len(lines.values), dtype=bool)
+    for p in FINEWEB_STOP_CHARS:
+        ends |= _b(pc.ends_with(lines.values, p))
+    short = lines.lengths() <= cfg.short_line_length
+    _, dup_chars = ts.duplicate_stats(lines)
+    chars_no_nl = np.asarray(pc.utf8_length(texts), dtype=np.float64) - np.asarray(pc.count_substring(texts, "\n"))
+    n_words = ts.words_of(texts).counts
+    newlines = np.asarray(pc.count_substring(texts, "\n"), dtype=np.float64)
+    return [
+        ("fineweb/empty", lines.counts == 0),
+        ("fineweb/line_punct_ratio", ts.ratio(lines.per_doc(ends), lines.counts) < cfg.min_line_punct_ratio),
+        ("fineweb/short_line_ratio", ts.ratio(lines.per_doc(short), lines.counts) > cfg.max_short_line_ratio),
+        ("fineweb/char_dup_ratio", ts.ratio(dup_chars, chars_no_nl) > cfg.max_dup_line_char_ratio),
+        ("fineweb/list_ratio", ts.ratio(newlines, n_words, empty=np.inf) > cfg.max_list_ratio),
+    ]
+
+
+class Heuristics(Stage):
+    name = "heuristics"
+    Config = HeuristicsConfig
+    columns = {"c4_lines_removed": pa.int32()}
+
+    def metrics(self, table: pa.Table) -> dict:
+        return {"c4_lines_removed": int(pc.sum(table.column("c4_lines_removed")).as_py() or 0)}
+
+    def annotate(self, table: pa.Table):
+        cfg: HeuristicsConfig = self.config
+        texts = table.column(TEXT).combine_chunks()
+        n = len(texts)
+        rules: list = []
+        if cfg.gopher_repetition.enabled or cfg.gopher_quality.enabled:
+            words = ts.words_of(texts)
+            word_len = words.lengths()
+        if cfg.gopher_quality.enabled:
+            rules += gopher_quality(texts, words, word_len, cfg.gopher_quality)
+        if cfg.gopher_repetition.enabled:
+            n_max = max([*cfg.gopher_repetition.max_top_ngram_char_frac, *cfg.gopher_repetition.max_dup_ngram_char_frac, 1])
+            pos, hashes = ts.ngram_hashes(words, n_max)
+            rules += gopher_repetition(texts, words, (pos, hashes, word_len), cfg.gopher_repetition)
+        removed = np.zeros(n, dtype=np.int32)
+        out_text = texts
+        if cfg.c4.enabled:
+            c4, new_text, removed = c4_rules(texts, cfg.c4)
+            rules += c4
+            texts = new_text  # FineWeb's rules see the text C4 left, as in the FineWeb pipeline
+        if cfg.fineweb.enabled:
+            rules += fineweb_rules(texts, cfg.fineweb)
+        reasons = first_reason(n, [(r, np.broadcast_to(m, (n,))) for r, m in rules])
+        cols = {"c4_lines_removed": pa.array(removed, pa.int32())}
+        if cfg.c4.enabled:
+            # kept documents carry the C4-cleaned text; rejected ones keep what was read
+            rejected = np.asarray(pc.is_valid(reasons))
+            out_text = pc.if_else(pa.array(rejected), out_text, texts.cast(out_text.type))
+            cols[TEXT] = out_text
+        return cols, reasons
