@@ -152,6 +152,10 @@ NO_SPACE_AFTER = {"``", "(", "[", "{"}
 
 
 def brown_detok(tokens):
+    tokens = list(tokens)
+    for i in range(len(tokens) - 1):  # Brown puts . and , after closing quotes: '' .
+        if tokens[i] == "''" and tokens[i + 1] in (".", ","):
+            tokens[i], tokens[i + 1] = tokens[i + 1], tokens[i]
     out = []
     attach_next = False
     for i, w in enumerate(tokens):
@@ -219,7 +223,7 @@ BROWN_CORPUS_N = {"a": 44, "b": 27, "c": 17, "d": 8, "e": 14, "f": 16, "g": 22, 
 BROWN_TARGET_N = {"j": 15, "k": 4, "l": 4, "n": 4, "p": 3}
 
 
-def build_brown(pkg_dir, seed):
+def build_brown(pkg_dir, seed, badwords=frozenset()):
     rng = random.Random(f"{seed}-brown")
     files = sorted(f for f in os.listdir(pkg_dir) if re.fullmatch(r"c[a-r]\d\d", f))
     by_genre = defaultdict(list)
@@ -283,6 +287,8 @@ def build_brown(pkg_dir, seed):
         with open(os.path.join(pkg_dir, f), encoding="utf-8") as fh:
             for t in fh.read().split():
                 w, _, tag = t.rpartition("/")
+                if w.lower() in badwords:
+                    continue  # keep offensive words out of assembled spam/listings
                 if tag in ("nn", "nns", "jj") and w.isalpha() and w.islower() and len(w) > 3:
                     vocab_nn[w] += 1
                 elif tag == "np" and w.isalpha() and w[0].isupper() and len(w) > 2:
@@ -627,18 +633,20 @@ MAN_LANGS = [  # (package, man subdir, language code, how many pages)
     ("manpages-pt-br", "pt_BR", "pt", 15), ("manpages-uk", "uk", "uk", 18),
     ("manpages-cs", "cs", "cs", 15),
 ]
-MAN_MAX_CHARS = 30000
+MAN_MAX_BYTES = 40000
 
 
 def truncate_paras(text, limit):
-    if len(text) <= limit:
+    """Cut at a paragraph boundary so that the UTF-8 size stays within `limit` bytes."""
+    if len(text.encode("utf-8")) <= limit:
         return text
     out, n = [], 0
     for p in text.split("\n\n"):
-        if n + len(p) + 2 > limit and out:
+        b = len(p.encode("utf-8")) + 2
+        if n + b > limit and out:
             break
         out.append(p)
-        n += len(p) + 2
+        n += b
     return "\n\n".join(out)
 
 
@@ -677,7 +685,7 @@ def build_man(deb_dirs, deb_info, seed):
                 continue
             if text.count("\\") > len(text) / 200:
                 continue  # conversion left too much markup
-            text = truncate_paras(text, MAN_MAX_CHARS)
+            text = truncate_paras(text, MAN_MAX_BYTES)
             page = os.path.basename(p)[:-3]
             docs.append(dict(
                 text=text, domain="technical",
@@ -782,6 +790,13 @@ def build_legal(deb_dirs, deb_info, naughty_dir, nw_info):
                              meta={"lang": "en", "source":
                                    f"{pkg} {deb_info[pkg]['version']}",
                                    "path": f"/usr/share/doc/{pkg}/copyright"}))
+    psf = os.path.join(deb_dirs["libpython3.11-stdlib"], "usr/lib/python3.11/LICENSE.txt")
+    if os.path.isfile(psf):
+        with open(psf, encoding="utf-8") as fh:
+            docs.append(dict(text=fh.read().strip("\n"), domain="legal",
+                             meta={"lang": "en", "source": "libpython3.11-stdlib "
+                                   + deb_info["libpython3.11-stdlib"]["version"],
+                                   "path": "/usr/lib/python3.11/LICENSE.txt"}))
     with open(os.path.join(naughty_dir, "LICENSE"), encoding="utf-8") as fh:
         docs.append(dict(text=fh.read().strip("\n"), domain="legal",
                          meta={"lang": "en", "source":
@@ -829,8 +844,30 @@ def is_headline(s):
             and all(ord(c) < 0x250 for c in s))
 
 
-def build_nlp(pkg_dir, info, seed, target_bytes=1_250_000):
+def badword_matcher(badwords):
+    single = {w for w in badwords if re.fullmatch(r"[a-z]+", w)}
+    phrases = sorted(w for w in badwords if w not in single)
+    phrase_re = re.compile(r"\b(?:" + "|".join(re.escape(p) for p in phrases) + r")\b") \
+        if phrases else None
+
+    def has_bad(text):
+        t = text.lower()
+        if single & set(re.findall(r"[a-z]+", t)):
+            return True
+        return bool(phrase_re and phrase_re.search(t))
+    return has_bad
+
+
+def build_nlp(pkg_dir, info, seed, badwords, target_bytes=1_150_000, offensive_share=0.15):
+    """Group nlp-corpus sentences into documents by a register heuristic.
+
+    nlp-corpus ships its 100k sentences shuffled, with no source labels, so sentences are
+    routed by a crude register classifier (review / sms_chat / dialogue) and consecutive
+    sentences of one register are joined. Only ~`offensive_share` of the documents keep
+    their LDNOOBW-matching sentences; in the others such sentences are dropped (selection
+    only: no text is altered or made up)."""
     rng = random.Random(f"{seed}-nlp")
+    has_bad = badword_matcher(badwords)
     files = [f"doc-{i}.json" for i in range(100)]
     order = list(files)
     rng.shuffle(order)
@@ -860,8 +897,10 @@ def build_nlp(pkg_dir, info, seed, target_bytes=1_250_000):
             b = buckets[reg]
             b.append(s)
             if reg not in want:
-                want[reg] = int(min(140, max(6, rng.lognormvariate(3.2, 0.7))))
+                want[reg] = int(min(140, max(6, rng.lognormvariate(3.5, 0.7))))
             if len(b) >= want[reg]:
+                if rng.random() >= offensive_share:
+                    b = [x for x in b if not has_bad(x)]
                 if reg == "review":  # reviews: prose paragraphs
                     paras, k = [], 0
                     while k < len(b):
@@ -1025,7 +1064,7 @@ def build_web(seed, spare_brown, headlines, other_sents, vocab, names, js_source
         elif kind == "caps":
             lines += [nav()]
             for s in rng.sample(other_sents, rng.randint(3, 10)):
-                lines += [s.upper() + "!!!"]
+                lines += [s.rstrip(".!?;, ").upper() + "!!!"]
             lines += ["CLICK HERE", rng.choice(FOOTER_LINES).upper()]
         elif kind == "listing":
             words = rng.sample(vocab, 20)
@@ -1087,6 +1126,60 @@ def add_boilerplate(text, rng, names):
     return out, added / max(1, len(text.split()))
 
 
+def find_natural_dups(docs, threshold=0.5):
+    """Exact duplicates and 5-gram Jaccard >= threshold pairs that occur naturally in the
+    sources (short web pages, license versions ...). Candidate pairs come from an inverted
+    index over a 1/8 sample of shingle hashes. Returns (first, other, kind, jaccard), where
+    `first` is the doc with the smaller id."""
+    import zlib
+    out = []
+    by_text = defaultdict(list)
+    for d in docs:
+        by_text[d["text"]].append(d)
+    for group in by_text.values():
+        if len(group) > 1:
+            group = sorted(group, key=lambda d: d["id"] or "")
+            for other in group[1:]:
+                out.append((group[0], other, "exact", 1.0))
+    uniq = sorted((g[0] for g in by_text.values()), key=lambda d: d["id"] or "")
+    sh = [shingles(d["text"]) for d in uniq]
+    index = defaultdict(list)
+    for i, s in enumerate(sh):
+        for t in s:
+            h = zlib.crc32(" ".join(t).encode("utf-8"))
+            if h % 8 == 0:
+                index[h].append(i)
+    pair_hits = Counter()
+    for lst in index.values():
+        if 1 < len(lst) <= 40:
+            for x in range(len(lst)):
+                for y in range(x + 1, len(lst)):
+                    pair_hits[(lst[x], lst[y])] += 1
+    parent = list(range(len(uniq)))
+
+    def find(x):
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+    for (i, j), c in sorted(pair_hits.items()):
+        if c < 2 or min(len(sh[i]), len(sh[j])) < 20:
+            continue
+        if len(sh[i] & sh[j]) / len(sh[i] | sh[j]) >= threshold:
+            ri, rj = find(i), find(j)
+            if ri != rj:
+                parent[max(ri, rj)] = min(ri, rj)
+    clusters = defaultdict(list)
+    for i in range(len(uniq)):
+        clusters[find(i)].append(i)
+    for root, members in sorted(clusters.items()):
+        for m in members:  # one record per member, against the cluster's first doc
+            if m != root:
+                jac = len(sh[root] & sh[m]) / len(sh[root] | sh[m])
+                out.append((uniq[root], uniq[m], "near", round(jac, 4)))
+    return out
+
+
 # --------------------------------------------------------------------------------------
 # writing
 # --------------------------------------------------------------------------------------
@@ -1114,7 +1207,14 @@ def dump_line(d):
         obj["url"] = d["url"]
     if d.get("meta"):
         obj["meta"] = d["meta"]
-    return json.dumps(obj, ensure_ascii=False)
+    return jline(obj)
+
+
+def jline(obj):
+    """json.dumps keeping UTF-8, but escaping the characters str.splitlines() treats as
+    line breaks (U+0085, U+2028, U+2029) so every reader sees exactly one record per line."""
+    s = json.dumps(obj, ensure_ascii=False)
+    return s.replace("\u0085", "\\u0085").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
 
 
 def write_file(path, lines, comp):
@@ -1165,8 +1265,10 @@ def main():
     nlp_dir, nlp_info = npm_dirs["nlp-corpus"]
     nw_dir, nw_info = npm_dirs["naughty-words"]
 
+    with open(os.path.join(nw_dir, "en.json"), encoding="utf-8") as fh:
+        badwords = frozenset(w.lower() for w in json.load(fh))
     print("[build] brown", file=sys.stderr)
-    brown_docs, target, spare, bextra = build_brown(brown_dir, seed)
+    brown_docs, target, spare, bextra = build_brown(brown_dir, seed, badwords)
     print("[build] man pages", file=sys.stderr)
     man_docs = build_man(deb_dirs, deb_info, seed)
     print("[build] code", file=sys.stderr)
@@ -1174,7 +1276,7 @@ def main():
     print("[build] legal", file=sys.stderr)
     legal_docs = build_legal(deb_dirs, deb_info, nw_dir, nw_info)
     print("[build] conversational", file=sys.stderr)
-    conv_docs, headlines, other_sents = build_nlp(nlp_dir, nlp_info, seed)
+    conv_docs, headlines, other_sents = build_nlp(nlp_dir, nlp_info, seed, badwords)
     js_sources = []
     for p in (os.path.join(nlp_dir, "src/server/index.js"),
               os.path.join(nlp_dir, "src/browser/index.js"), os.path.join(nw_dir, "index.js"),
@@ -1246,6 +1348,13 @@ def main():
         random.Random(f"{seed}-order-{fn}").shuffle(docs)
         for k, d in enumerate(docs):
             d["id"] = f"{dom}-{k:05d}"
+    # naturally occurring duplicates (not planted), recorded for complete ground truth
+    planted = {id(r["dup"]) for r in dup_records}
+    natural = find_natural_dups([d for fn, _, _ in FILES for d in by_file[fn]
+                                 if id(d) not in planted])
+    for a, b, _, _ in natural:
+        involved.add(id(a))
+        involved.add(id(b))
     noid_rng = random.Random(f"{seed}-noid")
     noid = 0
     for d in by_file[NO_ID_FILE]:
@@ -1283,16 +1392,21 @@ def main():
                          "edit_rate": r["edit_rate"], "method": r["method"],
                          "jaccard_5gram": round(jaccard(r["dup"]["text"], r["orig"]["text"]), 4),
                          "dup_domain": r["dup"]["domain"], "orig_domain": r["orig"]["domain"]})
-        recs.sort(key=lambda x: x["id"])
+        for a, b, kind, jac in natural:
+            recs.append({"id": b["id"], "orig": a["id"], "kind": kind,
+                         "edit_rate": 0.0 if kind == "exact" else None, "method": "natural",
+                         "jaccard_5gram": jac, "dup_domain": b["domain"],
+                         "orig_domain": a["domain"]})
+        recs.sort(key=lambda x: (x["method"] == "natural", x["id"], x["orig"]))
         for rec in recs:
-            f.write(json.dumps(rec, ensure_ascii=False) + "\n")
+            f.write(jline(rec) + "\n")
 
     tdir = os.path.join(out, "target")
     shutil.rmtree(tdir, ignore_errors=True)
     os.makedirs(tdir)
     with open(os.path.join(tdir, "target.jsonl"), "w", encoding="utf-8") as f:
         for d in target:
-            f.write(json.dumps(d, ensure_ascii=False) + "\n")
+            f.write(jline(d) + "\n")
 
     wdir = os.path.join(out, "wordlists", "ldnoobw")
     shutil.rmtree(wdir, ignore_errors=True)
@@ -1325,6 +1439,8 @@ def main():
         "duplicates": {"exact": sum(r["kind"] == "exact" for r in dup_records),
                        "near": sum(r["kind"] == "near" for r in dup_records),
                        "base_docs": n_base},
+        "natural_duplicates": {"exact": sum(k == "exact" for _, _, k, _ in natural),
+                               "near": sum(k == "near" for _, _, k, _ in natural)},
         "docs_without_id": {"file": f"corpus/{NO_ID_FILE}", "count": noid},
         "wordlists": dict(wl_langs),
     }
@@ -1346,7 +1462,8 @@ def main():
     print(f"| total | | {tot_docs} | {tot_disk/1e6:.2f} MB | | | | |")
     tsize = os.path.getsize(os.path.join(tdir, "target.jsonl"))
     print(f"\ntarget/target.jsonl: {len(target)} docs, {tsize/1e3:.0f} KB")
-    print(f"duplicates: {manifest['duplicates']}; docs without id: {noid} in {NO_ID_FILE}")
+    print(f"planted duplicates: {manifest['duplicates']}; natural: "
+          f"{manifest['natural_duplicates']}; docs without id: {noid} in {NO_ID_FILE}")
     print(f"wordlists: {len(wl_langs)} languages")
 
 

@@ -40,8 +40,8 @@ from datacurate.stages.base import Stage, first_reason
 GOPHER_STOP_WORDS = ["the", "be", "to", "of", "and", "that", "have", "with"]
 BULLETS = "•‣●○▪◦∙·*-–"
 C4_POLICY = ["terms of use", "privacy policy", "cookie policy", "uses cookies", "use of cookies", "use cookies"]
-TERMINAL = (".", "!", "?", '"')
-FINEWEB_STOP_CHARS = (".", "!", "?", '"', "'", "\u201d", "\u2019", "\u3002", "\uff01", "\uff1f", "\u2026")
+TERMINAL_RE = r'[.!?"]$'  # C4: a line must end in terminal punctuation
+FINEWEB_STOP_RE = "[.!?\"'\u201d\u2019\u3002\uff01\uff1f\u2026]$"
 
 
 @dataclass
@@ -161,10 +161,7 @@ def c4_rules(texts: pa.Array, cfg: C4Config) -> tuple[list, pa.Array, np.ndarray
     line_lower = pc.utf8_lower(line)
     drop = np.zeros(len(line), dtype=bool)
     if cfg.filter_no_terminal_punct:
-        ends = np.zeros(len(line), dtype=bool)
-        for p in TERMINAL:
-            ends |= _b(pc.ends_with(line, p))
-        drop |= ~ends | _b(pc.ends_with(line, "..."))
+        drop |= ~_b(pc.match_substring_regex(line, TERMINAL_RE)) | _b(pc.ends_with(line, "..."))
     tokens = ts.split_whitespace(line)
     drop |= tokens.counts < cfg.min_words_per_line
     if cfg.max_word_length > 0 and len(tokens.values):
@@ -173,8 +170,7 @@ def c4_rules(texts: pa.Array, cfg: C4Config) -> tuple[list, pa.Array, np.ndarray
     if cfg.filter_javascript:
         drop |= _b(pc.match_substring(line_lower, "javascript"))
     if cfg.filter_policy:
-        for phrase in C4_POLICY:
-            drop |= _b(pc.match_substring(line_lower, phrase))
+        drop |= _b(pc.match_substring_regex(line_lower, "|".join(C4_POLICY)))
     kept = ts.Pieces(line, lines.doc, lines.offsets, lines.n_docs).select(~drop)
     new_text = kept.rejoin("\n")
     sentences = np.asarray(pc.count_substring_regex(new_text, r"[.!?]+[\"'\)\]]*(\s|$)"))
@@ -186,15 +182,12 @@ def c4_rules(texts: pa.Array, cfg: C4Config) -> tuple[list, pa.Array, np.ndarray
     return rules, new_text, lines.per_doc(drop).astype(np.int32)
 
 
-def fineweb_rules(texts: pa.Array, cfg: FineWebConfig) -> list:
+def fineweb_rules(texts: pa.Array, n_words: np.ndarray, cfg: FineWebConfig) -> list:
     lines = ts.split_pattern(texts, "\n")
-    ends = np.zeros(len(lines.values), dtype=bool)
-    for p in FINEWEB_STOP_CHARS:
-        ends |= _b(pc.ends_with(lines.values, p))
+    ends = _b(pc.match_substring_regex(lines.values, FINEWEB_STOP_RE))
     short = lines.lengths() <= cfg.short_line_length
     _, dup_chars = ts.duplicate_stats(lines)
     chars_no_nl = np.asarray(pc.utf8_length(texts), dtype=np.float64) - np.asarray(pc.count_substring(texts, "\n"))
-    n_words = ts.words_of(texts).counts
     newlines = np.asarray(pc.count_substring(texts, "\n"), dtype=np.float64)
     return [
         ("fineweb/empty", lines.counts == 0),
@@ -218,6 +211,7 @@ class Heuristics(Stage):
         texts = table.column(TEXT).combine_chunks()
         n = len(texts)
         rules: list = []
+        words = None
         if cfg.gopher_repetition.enabled or cfg.gopher_quality.enabled:
             words = ts.words_of(texts)
             word_len = words.lengths()
@@ -234,7 +228,8 @@ class Heuristics(Stage):
             rules += c4
             texts = new_text  # FineWeb's rules see the text C4 left, as in the FineWeb pipeline
         if cfg.fineweb.enabled:
-            rules += fineweb_rules(texts, cfg.fineweb)
+            n_words = ts.words_of(texts).counts if cfg.c4.enabled or words is None else words.counts
+            rules += fineweb_rules(texts, n_words, cfg.fineweb)
         reasons = first_reason(n, [(r, np.broadcast_to(m, (n,))) for r, m in rules])
         cols = {"c4_lines_removed": pa.array(removed, pa.int32())}
         if cfg.c4.enabled:

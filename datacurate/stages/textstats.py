@@ -17,6 +17,7 @@ import string
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -108,13 +109,13 @@ def words_of(texts: pa.Array) -> Pieces:
 
 
 def repeated(keys: np.ndarray) -> np.ndarray:
-    """Mask of items whose key was already seen earlier in the array (first copy excluded)."""
+    """Mask of items whose key was already seen earlier in the array (first copy excluded).
+
+    A hash table (pandas' khash) in O(N), not a sort: this is the hot path.
+    """
     if len(keys) == 0:
         return np.zeros(0, dtype=bool)
-    _, first = np.unique(keys, return_index=True)
-    dup = np.ones(len(keys), dtype=bool)
-    dup[first] = False
-    return dup
+    return pd.Series(keys, copy=False).duplicated(keep="first").to_numpy()
 
 
 def duplicate_stats(pieces: Pieces) -> tuple[np.ndarray, np.ndarray]:
@@ -132,18 +133,22 @@ def ngram_hashes(words: Pieces, n_max: int) -> tuple[np.ndarray, list[np.ndarray
     """Hashes of every word n-gram for n = 1..n_max, tagged with the document.
 
     Returns (position of each word within its document, [h_1, h_2, ...]) where
-    ``h_n[j]`` is the hash of words j..j+n-1; it is only meaningful where the n-gram
-    lies inside one document (``pos + n <= doc_len``).
+    ``h_n[j]`` is the hash of words j..j+n-1 where that n-gram lies inside one
+    document (``pos + n <= doc_len``); elsewhere it is a unique sentinel that never
+    repeats, so callers need not filter.
     """
     codes = words.codes()
     pos = np.arange(len(codes)) - words.offsets[words.doc]
+    remaining = words.counts[words.doc] - pos  # words from j to the end of its document
+    sentinel = np.arange(len(codes), dtype=np.uint64) | np.uint64(1 << 63)
     h = mix(words.doc.astype(np.uint64), codes)
     hashes = [h]
     for n in range(2, n_max + 1):
         shifted = np.zeros_like(codes)
-        shifted[: len(codes) - n + 1] = codes[n - 1 :]
+        m = max(len(codes) - n + 1, 0)  # a batch may hold fewer than n words in all
+        shifted[:m] = codes[n - 1 :]
         h = mix(h, shifted)
-        hashes.append(h)
+        hashes.append(np.where(remaining >= n, h & np.uint64((1 << 63) - 1), sentinel))
     return pos, hashes
 
 
@@ -154,18 +159,21 @@ def top_ngram_chars(words: Pieces, pos, h: np.ndarray, n: int, word_len: np.ndar
     out = np.zeros(words.n_docs)
     if len(valid) == 0:
         return out
-    keys = h[valid]
-    uniq, first, inv, cnt = np.unique(keys, return_index=True, return_inverse=True, return_counts=True)
-    first_pos = valid[first]
+    # factorize numbers n-grams in order of first appearance, so the codes of one
+    # document form a contiguous, increasing range (documents are contiguous too)
+    codes, _ = pd.factorize(h[valid])
+    cnt = np.bincount(codes)
+    runmax = np.maximum.accumulate(codes)
+    is_first = codes > np.concatenate([[-1], runmax[:-1]])
+    first_pos = valid[is_first]  # (U,) first position of each code, in code order
     doc = words.doc[first_pos]
-    # n-gram length in characters: its words plus the n-1 joining spaces
     csum = np.concatenate([[0], np.cumsum(word_len)])
-    length = csum[first_pos + n] - csum[first_pos] + (n - 1)
-    # per document pick the most frequent n-gram, the earliest on ties
-    order = np.lexsort((first_pos, -cnt, doc))
-    doc_sorted = doc[order]
-    head = np.concatenate([[True], doc_sorted[1:] != doc_sorted[:-1]])
-    best = order[head]
+    length = csum[first_pos + n] - csum[first_pos] + (n - 1)  # words plus n-1 joining spaces
+    starts = np.flatnonzero(np.concatenate([[True], doc[1:] != doc[:-1]]))
+    best_cnt = np.maximum.reduceat(cnt, starts)  # (docs with n-grams,)
+    seg = np.repeat(np.arange(len(starts)), np.diff(np.append(starts, len(cnt))))
+    cand = np.where(cnt == best_cnt[seg], np.arange(len(cnt)), len(cnt))
+    best = np.minimum.reduceat(cand, starts)  # most frequent, earliest on ties
     # an n-gram seen once is not repetition (else every short document would fail)
     out[doc[best]] = np.where(cnt[best] > 1, cnt[best] * length[best], 0)
     return out
@@ -178,12 +186,10 @@ def dup_ngram_chars(words: Pieces, pos, h: np.ndarray, n: int, word_len: np.ndar
     n-grams" without double-counting overlaps; here a word is covered when any
     occurrence of an n-gram that already appeared earlier in the document spans it.
     """
-    doc_len = words.counts[words.doc]
-    valid = np.flatnonzero(pos + n <= doc_len)
     total = len(word_len)
-    if len(valid) == 0:
+    if total == 0:
         return np.zeros(words.n_docs)
-    starts = valid[repeated(h[valid])]
+    starts = np.flatnonzero(repeated(h))  # sentinels (n-grams crossing documents) never repeat
     diff = np.bincount(starts, minlength=total + 1)[: total + 1] - np.bincount(starts + n, minlength=total + 1)[: total + 1]
     covered = np.cumsum(diff)[:total] > 0
     return words.per_doc(word_len * covered)

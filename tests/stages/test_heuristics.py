@@ -1,0 +1,278 @@
+"""Stage ``heuristics``: one test per rule, each on a small handmade batch.
+
+Each test enables one rule set (the others off) and feeds it, in one batch, a text
+built to fail exactly the rule under test next to real edited prose that must be
+kept, so a rule that never fires and a rule that fires on everything both fail.
+"""
+
+import pyarrow as pa
+import pytest
+
+from datacurate.stages import Heuristics
+from tests.texts import PROSE, PROSE_LINES, unique_words
+
+RULE_SETS = ("gopher_quality", "gopher_repetition", "c4", "fineweb")
+
+
+def only(rule_set: str, **params) -> Heuristics:
+    """A Heuristics stage with only ``rule_set`` enabled (``params`` go to that set)."""
+    cfg = {name: {"enabled": name == rule_set} for name in RULE_SETS}
+    cfg[rule_set].update(params)
+    return Heuristics(**cfg)
+
+
+def reasons(stage: Heuristics, *texts: str) -> list:
+    out = stage(pa.table({"text": pa.array(list(texts), pa.large_string())}))
+    return out.column("reject_reason").to_pylist()
+
+
+def assert_rule(stage: Heuristics, bad: str, reason: str) -> None:
+    """``bad`` fails with ``reason``; the prose beside it in the same batch is kept."""
+    assert reasons(stage, PROSE, bad) == [None, reason]
+
+
+def line(words: list[str]) -> str:
+    return " ".join(words)
+
+
+# ----------------------------------------------------------------------------- the prose
+
+
+def test_default_rules_keep_edited_prose():
+    out = Heuristics()(pa.table({"text": [PROSE]}))
+    assert out.column("reject_reason").to_pylist() == [None]
+    # C4 drops the blank lines between paragraphs (as C4 did) and keeps every sentence line
+    assert out.column("text").to_pylist() == ["\n".join(PROSE_LINES)]
+
+
+def test_punctuation_only_tokens_are_not_words():
+    # Edited prose set with spaced '--' dashes and '' quotes: if those tokens counted as
+    # words without a letter, more than 20 % of "words" would have no letter.
+    sentence = "The boat -- an old one -- left at dawn '' and the crew -- tired men -- said nothing ''."
+    text = " ".join([sentence] * 8)
+    tokens = text.split()
+    no_letter = [t for t in tokens if not any(c.isalpha() for c in t)]
+    assert len(no_letter) / len(tokens) > 0.2  # would fail alpha_words if they were words
+    assert reasons(only("gopher_quality"), text) == [None]
+
+
+def test_rows_of_a_batch_are_independent():
+    bad_short = "Too short to keep."
+    bad_lorem = PROSE + "\nLorem ipsum dolor sit amet, consectetur adipiscing elit."
+    stage = Heuristics()
+    batch = reasons(stage, bad_short, PROSE, bad_lorem, PROSE)
+    assert batch == ["gopher/too_few_words", None, "c4/lorem_ipsum", None]
+    for text, expected in zip([bad_short, PROSE, bad_lorem], batch):
+        assert reasons(stage, text) == [expected]
+
+
+@pytest.mark.parametrize("texts", [[], [""], ["Too short."], ["One two", "three"]])
+def test_tiny_batches(texts):
+    # a batch with fewer words in all than the longest n-gram (10) must not crash
+    assert reasons(Heuristics(), *texts) == ["gopher/too_few_words"] * len(texts)
+
+
+def test_rejected_rows_keep_their_text_kept_rows_get_c4_text():
+    bad = "Too short to keep.\nlorem"
+    out = Heuristics()(pa.table({"text": [bad, PROSE]}))
+    assert out.column("text").to_pylist() == [bad, "\n".join(PROSE_LINES)]
+    assert out.column("c4_lines_removed").type == pa.int32()
+
+
+# ----------------------------------------------------------------------------- Gopher quality
+
+
+def test_gopher_too_few_words():
+    assert_rule(only("gopher_quality"), "The cat sat with the dog by the door.", "gopher/too_few_words")
+
+
+def test_gopher_too_many_words():
+    stage = only("gopher_quality", max_words=300)
+    assert_rule(stage, PROSE + "\n" + PROSE, "gopher/too_many_words")
+
+
+def test_gopher_mean_word_length_short_and_long():
+    short = " ".join(["I am to go up to it as we do, so be it."] * 6)
+    long = " ".join(["The internationalization of telecommunications infrastructure "
+                     "necessitates extraordinarily comprehensive interoperability considerations."] * 6)
+    stage = only("gopher_quality")
+    assert reasons(stage, PROSE, short, long) == [None, "gopher/mean_word_length", "gopher/mean_word_length"]
+
+
+def test_gopher_symbol_word_ratio_hash_and_ellipsis():
+    hashes = " ".join(f"{w} #news #today" for w in PROSE.split()[:60])
+    ellipses = " ".join(f"{w}..." if i % 5 == 0 else w for i, w in enumerate(PROSE.split()))
+    stage = only("gopher_quality")
+    assert reasons(stage, PROSE, hashes, ellipses) == [None, "gopher/symbol_word_ratio", "gopher/symbol_word_ratio"]
+
+
+def test_gopher_bullet_lines():
+    bullets = "\n".join(f"- {s}" for s in PROSE_LINES[0].split(". ")) + "\n" + "\n".join(
+        f"* {s}" for s in PROSE_LINES[3].split(", "))
+    assert_rule(only("gopher_quality"), bullets, "gopher/bullet_lines")
+
+
+def test_gopher_ellipsis_lines():
+    sentences = PROSE.replace("\n", " ").split(". ")
+    lines = [s + ("..." if i % 2 else ".") for i, s in enumerate(sentences[:12])]
+    assert_rule(only("gopher_quality"), "\n".join(lines), "gopher/ellipsis_lines")
+
+
+def test_gopher_alpha_words():
+    numbers = " ".join(f"In {1900 + i} the price of the item was {1000 + 7 * i} and {2000 + 3 * i} {3000 + i}."
+                       for i in range(10))
+    assert_rule(only("gopher_quality"), numbers, "gopher/alpha_words")
+
+
+def test_gopher_stop_words():
+    no_stop = (
+        "Rivers carry sediment downstream toward coastal plains where deltas slowly form. "
+        "Farmers plant rice along fertile banks each spring. Floods arrive every few years, "
+        "bringing fresh silt but also destroying houses, roads, bridges. Engineers build levees "
+        "so towns stay dry, yet such walls starve wetlands downstream. Fishermen report smaller "
+        "catches since dams went up upstream. Scientists measure salinity, turbidity, oxygen "
+        "levels across dozens among monitoring stations."
+    )
+    assert_rule(only("gopher_quality"), no_stop, "gopher/stop_words")
+
+
+# ----------------------------------------------------------------------------- Gopher repetition
+
+
+def test_gopher_rep_dup_line_frac():
+    text = "\n".join(PROSE_LINES[:3] + [PROSE_LINES[0]] * 2)
+    assert_rule(only("gopher_repetition"), text, "gopher_rep/dup_line_frac")
+
+
+def test_gopher_rep_dup_para_frac():
+    # Two one-line paragraphs repeat; the other two paragraphs have many lines, so
+    # duplicate lines stay below 30 % while duplicate paragraphs reach 50 %.
+    words = unique_words(40)
+    repeated = "Short repeated paragraph."
+    para_a = "\n".join(line(words[i:i + 2]) for i in range(0, 20, 2))
+    para_b = "\n".join(line(words[i:i + 2]) for i in range(20, 40, 2))
+    text = "\n\n".join([repeated, para_a, repeated, para_b, repeated])
+    assert_rule(only("gopher_repetition"), text, "gopher_rep/dup_para_frac")
+
+
+def test_gopher_rep_dup_line_char_frac():
+    # One long line twice among short unique lines: few duplicate lines, many characters.
+    long_line = PROSE_LINES[2]
+    text = "\n".join([long_line] + [line(unique_words(3, start=3 * i)) for i in range(8)] + [long_line])
+    assert_rule(only("gopher_repetition"), text, "gopher_rep/dup_line_char_frac")
+
+
+def test_gopher_rep_dup_para_char_frac():
+    # A paragraph of 20 one-letter lines appears twice. Its lines are short, so its
+    # repeat is under 20 % of the characters as lines but over 20 % once the newlines
+    # inside the paragraph are counted; 30 other single-character lines in two more
+    # paragraphs keep the duplicate line and paragraph counts under 30 %.
+    para = "\n".join("abcdefghijklmnopqrst")
+    other = "uvwxyzABCDEFGHIJKLMNOPQRSTUVWX"
+    text = "\n\n".join([para, "\n".join(other[:15]), para, "\n".join(other[15:])])
+    assert_rule(only("gopher_repetition"), text, "gopher_rep/dup_para_char_frac")
+
+
+def _ngram_doc(n_gram: int, fillers: int, repeats: int = 8) -> str:
+    """One n-gram of 6-letter words repeated, each copy followed by unique filler words."""
+    gram = unique_words(n_gram, start=10_000)
+    words, k = [], 0
+    for _ in range(repeats):
+        words += gram + unique_words(fillers, start=k)
+        k += fillers
+    return line(words)
+
+
+@pytest.mark.parametrize("n, fillers", [(2, 1), (3, 7), (4, 14)])
+def test_gopher_rep_top_ngram(n, fillers):
+    # fillers chosen so the (n-1)-gram covers under its threshold and the n-gram over it
+    assert_rule(only("gopher_repetition"), _ngram_doc(n, fillers), f"gopher_rep/top_{n}gram")
+
+
+def test_gopher_rep_dup_5gram():
+    # 30 unique words said twice: every 2/3/4-gram occurs only twice (top n-gram rules
+    # pass) but half the characters lie in repeated 5-grams.
+    words = unique_words(30)
+    assert_rule(only("gopher_repetition"), line(words + words), "gopher_rep/dup_5gram")
+
+
+def test_gopher_rep_dup_10gram():
+    # One 12-word span repeated once in 98 words: about 10.5 % of the characters lie in
+    # repeated 5..10-grams, under the 5..9-gram limits (15 % .. 11 %) and over 10 %.
+    span = unique_words(12, start=5_000)
+    filler = unique_words(74)
+    text = line(filler[:20] + span + filler[20:40] + span + filler[40:])
+    assert_rule(only("gopher_repetition"), text, "gopher_rep/dup_10gram")
+
+
+# ----------------------------------------------------------------------------- C4
+
+
+def test_c4_lorem_ipsum():
+    assert_rule(only("c4"), PROSE + "\nLorem ipsum dolor sit amet, consectetur adipiscing elit.", "c4/lorem_ipsum")
+
+
+def test_c4_curly_bracket():
+    assert_rule(only("c4"), PROSE + "\nThe function body is written as {return x + 1;} here.", "c4/curly_bracket")
+
+
+def test_c4_too_few_sentences():
+    text = "The harbour froze in January. The boats stayed in the basin until March."
+    assert_rule(only("c4"), text, "c4/too_few_sentences")
+
+
+def test_c4_line_removal():
+    bad_lines = [
+        "Please enable JavaScript in your browser to see this page.",
+        "By using this site you agree to our Privacy Policy and terms.",
+        "Read more.",  # fewer than 3 words
+        "Share this story with your friends and family",  # no terminal punctuation
+    ]
+    mixed = [PROSE_LINES[0], bad_lines[0], PROSE_LINES[1], bad_lines[1], bad_lines[2],
+             PROSE_LINES[2], PROSE_LINES[3], bad_lines[3], *PROSE_LINES[4:]]
+    out = only("c4")(pa.table({"text": ["\n".join(mixed), "\n".join(PROSE_LINES)]}))
+    assert out.column("reject_reason").to_pylist() == [None, None]
+    assert out.column("text").to_pylist() == ["\n".join(PROSE_LINES)] * 2
+    assert out.column("c4_lines_removed").to_pylist() == [4, 0]
+
+
+def test_c4_terminal_punct_filter_can_be_turned_off():
+    text = "\n".join(PROSE_LINES + ["Share this story with your friends and family"])
+    out = only("c4", filter_no_terminal_punct=False)(pa.table({"text": [text]}))
+    assert out.column("text").to_pylist() == [text]
+    assert out.column("c4_lines_removed").to_pylist() == [0]
+
+
+# ----------------------------------------------------------------------------- FineWeb
+
+
+def test_fineweb_line_punct_ratio():
+    lines = [line(unique_words(8, start=8 * i)) for i in range(10)]  # long lines, no end punctuation
+    assert_rule(only("fineweb"), "\n".join(lines), "fineweb/line_punct_ratio")
+
+
+def test_fineweb_short_line_ratio():
+    short = ["Apples grow on tall trees.", "Rain fell over the hills.", "The dog slept by the fire.",
+             "Boats rocked in the harbour.", "She closed the old book.", "Snow covered every road.",
+             "He walked home alone.", "The bell rang at noon."]
+    lines = short + PROSE_LINES[:2]
+    assert all(len(s) <= 30 for s in short)
+    assert_rule(only("fineweb"), "\n".join(lines), "fineweb/short_line_ratio")
+
+
+def test_fineweb_char_dup_ratio():
+    text = "\n".join(PROSE_LINES + [PROSE_LINES[0][:80] + "."] * 2)
+    assert_rule(only("fineweb"), text, "fineweb/char_dup_ratio")
+
+
+def test_fineweb_list_ratio():
+    # lines longer than 30 characters, ending in '.', but only two words each
+    long_words = ["Internationalization", "Characterization", "Telecommunications", "Disproportionately",
+                  "Incomprehensibility", "Counterrevolutionary", "Institutionalization", "Uncharacteristically"]
+    lines = [f"{a} {b.lower()}." for i, a in enumerate(long_words) for b in long_words[i + 1:]]
+    assert all(len(s) > 30 for s in lines)
+    assert_rule(only("fineweb"), "\n".join(lines), "fineweb/list_ratio")
+
+
+def test_fineweb_empty():
+    assert_rule(only("fineweb"), "  \n\t\n ", "fineweb/empty")
