@@ -42,6 +42,7 @@ class OutputConfig:
     path: str = "out"
     compression: str = "zstd"
     overwrite: bool = True  # replace kept/, rejected/ and stats.json of an earlier run
+    keep_work: bool = False  # keep OUT/_work (intermediate parts and decisions of global stages)
 
 
 @dataclass

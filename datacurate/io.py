@@ -28,7 +28,7 @@ import pyarrow.parquet as pq
 
 from datacurate.config import InputConfig
 from datacurate.schema import (
-    BASE_COLUMNS, DOMAIN, ID, INPUT_STAGE, PART, REJECT_REASON, REJECT_STAGE, ROW, SOURCE, TEXT,
+    BASE_COLUMNS, DOMAIN, ID, INPUT_STAGE, ORD, REJECT_REASON, REJECT_STAGE, SOURCE, TEXT, is_internal,
 )
 
 JSONL_SUFFIXES = (".jsonl", ".json", ".ndjson", ".jsonl.gz", ".json.gz", ".jsonl.zst", ".jsonl.zstd", ".json.zst")
@@ -207,7 +207,7 @@ class _Batcher:
         n = len(self.ids)
         if n == 0:
             return None
-        part = f"{self.task.index:06d}-{self.n_batches:05d}"
+        first = (self.task.index << 32) + self.row_in_task
         table = pa.table({
             ID: pa.array(self.ids, BASE_COLUMNS[ID]),
             TEXT: pa.array(self.texts, BASE_COLUMNS[TEXT]),
@@ -215,8 +215,7 @@ class _Batcher:
             SOURCE: pa.array([self.task.source] * n, BASE_COLUMNS[SOURCE]),
             REJECT_STAGE: pa.array(self.stages, pa.string()),
             REJECT_REASON: pa.array(self.reasons, pa.string()),
-            PART: pa.array([part] * n, pa.string()),
-            ROW: pa.array(range(self.row_in_task, self.row_in_task + n), pa.int64()),
+            ORD: pa.array(range(first, first + n), pa.int64()),
         })
         self.n_batches += 1
         self.row_in_task += n
@@ -331,28 +330,34 @@ def _read_parquet(task: ReadTask, cfg: InputConfig, counters: dict):
 # ----------------------------------------------------------------------------- writing
 
 
-def write_parts(table: pa.Table, out_dir: str, part: str, compression: str = "zstd") -> dict[str, int]:
-    """Write the kept and rejected rows of ``table`` to ``OUT/{kept,rejected}/part-<part>.parquet``.
+def write_atomic(table: pa.Table, path: str, compression: str = "zstd") -> None:
+    """Write to a temporary name and rename: a crashed task never leaves half a file."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    tmp = path + ".tmp"
+    pq.write_table(table, tmp, compression=compression)
+    os.replace(tmp, path)
 
-    Written to a temporary name and renamed, so a crashed or retried task never leaves
-    a half-written part; the same ``part`` always names the same rows, so a retry
-    overwrites instead of duplicating.
+
+def write_parts(table: pa.Table, kept_dir: str, rejected_dir: str, name: str, compression: str = "zstd",
+                keep_internal: bool = False) -> dict[str, int]:
+    """Write kept rows to ``kept_dir/part-<name>.parquet`` and rejected rows to ``rejected_dir``.
+
+    The same ``name`` always names the same rows, so a retried task overwrites its
+    parts instead of duplicating them. ``keep_internal`` keeps engine columns (``_ord``)
+    in kept rows, for intermediate outputs that a later global stage reads.
     """
     import pyarrow.compute as pc
 
     rejected_mask = pc.is_valid(table.column(REJECT_REASON))
     written = {}
-    for sub, mask in (("kept", pc.invert(rejected_mask)), ("rejected", rejected_mask)):
+    for d, mask in ((kept_dir, pc.invert(rejected_mask)), (rejected_dir, rejected_mask)):
+        kept = d == kept_dir
         rows = table.filter(mask)
-        if sub == "kept":
-            rows = rows.drop_columns([REJECT_STAGE, REJECT_REASON])
-        written[sub] = rows.num_rows
-        if rows.num_rows == 0:
-            continue
-        d = os.path.join(out_dir, sub)
-        os.makedirs(d, exist_ok=True)
-        final = os.path.join(d, f"part-{part}.parquet")
-        tmp = final + ".tmp"
-        pq.write_table(rows, tmp, compression=compression)
-        os.replace(tmp, final)
+        drop = [c for c in rows.column_names if is_internal(c) and not (kept and keep_internal)]
+        if kept:
+            drop += [REJECT_STAGE, REJECT_REASON]
+        rows = rows.drop_columns(drop)
+        written["kept" if kept else "rejected"] = rows.num_rows
+        if rows.num_rows:
+            write_atomic(rows, os.path.join(d, f"part-{name}.parquet"), compression)
     return written

@@ -27,12 +27,19 @@ REJECT_COLUMNS: dict[str, pa.DataType] = {
 }
 
 # Engine-internal columns: never written to kept/ or rejected/.
-PART = "_part"  # read task + batch number: names the part file deterministically
-ROW = "_row"  # row number within the part
-SECONDS_PREFIX = "_sec_"  # per-row share of a stage's batch time, summed into stats.json
+ORD = "_ord"  # input order: read task << 32 | row within the task; names part files, orders survivors
 
 INPUT_STAGE = "input"
 
 
 def is_internal(name: str) -> bool:
     return name.startswith("_")
+
+
+def ord_task(ord_: int) -> int:
+    return ord_ >> 32
+
+
+def part_name(first_ord: int) -> str:
+    """Deterministic part-file stem for a batch starting at ``first_ord``."""
+    return f"{first_ord >> 32:06d}-{first_ord & 0xFFFFFFFF:09d}"

@@ -1,112 +1,211 @@
-"""The work of one read task, with no Ray in sight: read -> stages -> write parts.
+"""The work of one task, with no Ray in sight: read -> stages -> write parts.
 
-The engine hands each read task to :func:`curate_task` inside a Ray Data
-``map_batches``; tests and the Python API can call it directly. Rejected rows stay in
+A pipeline is cut into *segments* at its global stages (dedup, resampling). Segment 0
+reads the input (:func:`curate_task`, one read task at a time); each later segment
+reads the previous segment's intermediate parts, applies the global stage's decisions
+and runs the map stages that follow (:func:`curate_work_file`). Rejected rows stay in
 the batch (later stages skip them) until :func:`datacurate.io.write_parts` splits kept
-from rejected, so every document read is written exactly once.
+from rejected, so every document read is written exactly once. The engine hands these
+functions to Ray; tests and the Python API can call them directly.
 """
 
 from __future__ import annotations
 
+import os
 import time
+from dataclasses import dataclass, field
 from typing import Sequence
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from datacurate.config import PipelineConfig, StageSpec
 from datacurate.engine.stats import count_reasons, merge
 from datacurate.io import ReadTask, read_task, write_parts
 from datacurate.schema import (
-    BASE_COLUMNS, INPUT_STAGE, PART, REJECT_COLUMNS, REJECT_REASON, REJECT_STAGE, ROW, is_internal,
+    BASE_COLUMNS, INPUT_STAGE, ORD, REJECT_COLUMNS, REJECT_REASON, REJECT_STAGE, part_name,
 )
 from datacurate.stages import STAGES, Stage
+
+
+@dataclass
+class Segment:
+    """Map stages to run after an optional global stage, and where the kept rows go."""
+
+    index: int
+    maps: list[StageSpec]
+    global_before: StageSpec | None = None  # the global stage whose decisions open this segment
+    final: bool = True  # kept rows go to OUT/kept (else to OUT/_work/s<index> for the next global stage)
+    columns: list = field(default_factory=list)  # (name, type) of every stage in the pipeline
+
+
+def plan_segments(specs: Sequence[StageSpec]) -> list[Segment]:
+    segments = [Segment(0, [])]
+    for spec in specs:
+        if getattr(STAGES[spec.name], "is_global", False):
+            segments[-1].final = False
+            segments.append(Segment(len(segments), [], global_before=spec))
+        else:
+            segments[-1].maps.append(spec)
+    return segments
 
 
 def build_stages(specs: Sequence[StageSpec]) -> list[Stage]:
     return [STAGES[s.name](s.config) for s in specs]
 
 
-def output_schema(stages: Sequence[Stage]) -> pa.Schema:
-    """Column order and types of every part file: base, annotations (stage order), reject."""
+def output_schema(specs: Sequence[StageSpec]) -> pa.Schema:
+    """Column order and types of every output part: base, annotations (stage order), reject."""
     fields = dict(BASE_COLUMNS)
-    for st in stages:
-        fields.update(st.columns)
+    for s in specs:
+        fields.update(STAGES[s.name].columns)
     fields.update(REJECT_COLUMNS)
     return pa.schema(list(fields.items()))
 
 
-def apply_stage(stage: Stage, table: pa.Table) -> tuple[pa.Table, dict]:
-    """Run ``stage`` on the rows nobody rejected yet; return the full batch and its stats."""
-    t0 = time.perf_counter()
-    alive = np.asarray(pc.is_null(table.column(REJECT_REASON)))
-    n_in = int(alive.sum())
-    if n_in == table.num_rows:
-        out = stage(table)
-    else:
-        idx_alive = np.flatnonzero(alive)
-        idx_dead = np.flatnonzero(~alive)
-        dead = table.take(idx_dead)
-        if n_in:
-            live = stage(table.take(idx_alive))
-            old_reasons = dead.column(REJECT_REASON)
-            for name in live.column_names:
-                if name not in dead.column_names:
-                    dead = dead.append_column(name, pa.nulls(dead.num_rows, live.schema.field(name).type))
-            dead = dead.set_column(dead.schema.get_field_index(REJECT_REASON), REJECT_REASON, old_reasons)
-            dead = dead.select(live.column_names).cast(live.schema)
-            merged = pa.concat_tables([live, dead])
-            out = merged.take(np.argsort(np.concatenate([idx_alive, idx_dead]), kind="stable"))
-        else:
-            out = table
-    for name, typ in stage.columns.items():
+def work_dir(out: str, segment: int) -> str:
+    return os.path.join(out, "_work", f"s{segment}")
+
+
+def decisions_dir(out: str, segment: int) -> str:
+    return os.path.join(out, "_work", f"d{segment}")
+
+
+def _mark_stage(out: pa.Table, newly: np.ndarray, name: str) -> pa.Table:
+    stage_col = np.asarray(out.column(REJECT_STAGE).to_pylist(), dtype=object)
+    stage_col[newly] = name
+    return out.set_column(out.schema.get_field_index(REJECT_STAGE), REJECT_STAGE, pa.array(stage_col, pa.string()))
+
+
+def _ensure_columns(out: pa.Table, columns: dict) -> pa.Table:
+    for name, typ in columns.items():
         if name not in out.column_names:
             out = out.append_column(name, pa.nulls(out.num_rows, typ))
         elif out.schema.field(name).type != typ:
             out = out.set_column(out.schema.get_field_index(name), name, out.column(name).cast(typ))
-    reasons = out.column(REJECT_REASON)
-    newly = np.asarray(pc.is_valid(reasons)) & alive
-    stage_col = np.asarray(out.column(REJECT_STAGE).to_pylist(), dtype=object)
-    stage_col[newly] = stage.name
-    out = out.set_column(out.schema.get_field_index(REJECT_STAGE), REJECT_STAGE, pa.array(stage_col, pa.string()))
-    rejected = count_reasons(reasons.filter(pa.array(newly)))
-    metrics = stage.metrics(out.filter(pa.array(alive))) if n_in else {}
-    st = {"in": n_in, "kept": n_in - int(newly.sum()), "rejected": rejected,
+    return out
+
+
+def apply_stage(stage: Stage, table: pa.Table, decisions: pa.Table | None = None) -> tuple[pa.Table, dict]:
+    """Run ``stage`` (or apply a global stage's ``decisions``) on the rows nobody rejected
+    yet; return the full batch, in order, and the stage's stats for this batch."""
+    t0 = time.perf_counter()
+    alive = np.asarray(pc.is_null(table.column(REJECT_REASON)))
+    n_in = int(alive.sum())
+
+    def run(t: pa.Table) -> pa.Table:
+        if decisions is None:
+            return stage(t)
+        cols, reasons = stage.apply(t, decisions)
+        for name, arr in cols.items():
+            i = t.schema.get_field_index(name)
+            t = t.set_column(i, name, arr) if i >= 0 else t.append_column(name, arr)
+        return t.set_column(t.schema.get_field_index(REJECT_REASON), REJECT_REASON, reasons)
+
+    if n_in == table.num_rows:
+        out = run(table)
+    elif n_in == 0:
+        out = table
+    else:
+        idx_alive, idx_dead = np.flatnonzero(alive), np.flatnonzero(~alive)
+        live = run(table.take(idx_alive))
+        dead = _ensure_columns(table.take(idx_dead), {f.name: f.type for f in live.schema})
+        merged = pa.concat_tables([live, dead.select(live.column_names).cast(live.schema)])
+        out = merged.take(np.argsort(np.concatenate([idx_alive, idx_dead]), kind="stable"))
+    out = _ensure_columns(out, stage.columns)
+    newly = np.asarray(pc.is_valid(out.column(REJECT_REASON))) & alive
+    out = _mark_stage(out, newly, stage.name)
+    st = {"in": n_in, "kept": n_in - int(newly.sum()),
+          "rejected": count_reasons(out.column(REJECT_REASON).filter(pa.array(newly))),
           "seconds": time.perf_counter() - t0}
+    metrics = stage.metrics(out.filter(pa.array(alive))) if n_in else {}
     if metrics:
         st["metrics"] = metrics
     return out, st
 
 
-def curate_task(task: ReadTask | dict, cfg: PipelineConfig, stages: Sequence[Stage] | None = None) -> dict:
-    """Read one task, run the stages on each batch, write kept/rejected parts; return stats."""
-    stages = list(stages) if stages is not None else build_stages(cfg.stages)
-    schema = output_schema(stages)
+def _finish(table: pa.Table, stages: Sequence[Stage], seg: Segment, cfg: PipelineConfig, stats: dict) -> None:
+    """Run the segment's map stages on ``table`` and write its parts."""
+    for stage in stages:
+        table, st = apply_stage(stage, table)
+        merge(stats["stages"], {stage.name: st})
+    t0 = time.perf_counter()
+    out = cfg.output.path
+    name = f"s{seg.index}-{part_name(table.column(ORD)[0].as_py())}"
+    rejected_dir = os.path.join(out, "rejected")
+    schema = pa.schema(seg.columns)
+    if seg.final:
+        table = _ensure_columns(table, dict(seg.columns)).select(schema.names).cast(schema)
+        written = write_parts(table, os.path.join(out, "kept"), rejected_dir, name, cfg.output.compression)
+    else:
+        written = _write_split(table, schema, seg, out, name, cfg)
+    stats["kept" if seg.final else "passed"] = stats.get("kept" if seg.final else "passed", 0) + written["kept"]
+    merge(stats["rejected"], count_reasons(table.column(REJECT_REASON).drop_null()))
+    merge(stats, {"write_seconds": time.perf_counter() - t0})
+
+
+def _write_split(table: pa.Table, schema: pa.Schema, seg: Segment, out: str, name: str, cfg: PipelineConfig) -> dict:
+    """Not the last segment: kept rows (with ``_ord``) to the work dir for the next global
+    stage; rejected rows, in the final schema, to OUT/rejected."""
+    from datacurate.io import write_atomic
+
+    rejected = pc.is_valid(table.column(REJECT_REASON))
+    ok = table.filter(pc.invert(rejected))
+    rej = _ensure_columns(table.filter(rejected), dict(seg.columns)).select(schema.names).cast(schema)
+    if ok.num_rows:
+        write_atomic(ok.drop_columns([REJECT_STAGE, REJECT_REASON]),
+                     os.path.join(work_dir(out, seg.index), f"part-{name}.parquet"), cfg.output.compression)
+    if rej.num_rows:
+        write_atomic(rej, os.path.join(out, "rejected", f"part-{name}.parquet"), cfg.output.compression)
+    return {"kept": ok.num_rows, "rejected": rej.num_rows}
+
+
+def new_stats() -> dict:
+    return {"tasks": 1, "read": 0, "kept": 0, "rejected": {}, "stages": {}}
+
+
+def curate_task(task: ReadTask | dict, cfg: PipelineConfig, seg: Segment, stages: Sequence[Stage] | None = None) -> dict:
+    """Segment 0: read one task, run the map stages on each batch, write parts; return stats."""
+    stages = list(stages) if stages is not None else build_stages(seg.maps)
     counters: dict = {}
-    stats: dict = {"tasks": 1, "read": 0, "kept": 0, "rejected": {}, "stages": {}}
-    t_read = time.perf_counter()
-    read_seconds = 0.0
+    stats = new_stats()
+    t_read, read_seconds = time.perf_counter(), 0.0
     for table in read_task(task, cfg.input, counters):
         read_seconds += time.perf_counter() - t_read
         n = table.num_rows
-        input_rejects = count_reasons(table.column(REJECT_REASON).drop_null())
+        rejected = count_reasons(table.column(REJECT_REASON).drop_null())
         stats["read"] += n
-        merge(stats["stages"], {INPUT_STAGE: {"in": n, "kept": n - sum(input_rejects.values()),
-                                              "rejected": input_rejects, "seconds": 0.0}})
-        for stage in stages:
-            table, st = apply_stage(stage, table)
-            merge(stats["stages"], {stage.name: st})
-        t0 = time.perf_counter()
-        part = table.column(PART)[0].as_py() + f"-{table.column(ROW)[0].as_py():09d}"
-        table = table.select([c for c in table.column_names if not is_internal(c)])
-        table = table.select(schema.names).cast(schema)
-        written = write_parts(table, cfg.output.path, part, cfg.output.compression)
-        stats["kept"] += written["kept"]
-        merge(stats["rejected"], count_reasons(table.column(REJECT_REASON).drop_null()))
-        merge(stats, {"write_seconds": time.perf_counter() - t0})
+        merge(stats["stages"], {INPUT_STAGE: {"in": n, "kept": n - sum(rejected.values()), "rejected": rejected}})
+        _finish(table, stages, seg, cfg, stats)
         t_read = time.perf_counter()
     read_seconds += time.perf_counter() - t_read
-    merge(stats["stages"], {INPUT_STAGE: {"in": 0, "kept": 0, "rejected": {}, "seconds": read_seconds}})
+    merge(stats["stages"], {INPUT_STAGE: {"seconds": read_seconds}})
     stats["input_files"] = counters
+    return stats
+
+
+def load_decisions(directory: str, part_file: str, stage: Stage) -> pa.Table:
+    path = os.path.join(directory, os.path.basename(part_file))
+    if os.path.exists(path):
+        return pq.read_table(path)
+    cols = {ORD: pa.array([], pa.int64()), REJECT_REASON: pa.array([], pa.string())}
+    cols.update({n: pa.array([], t) for n, t in stage.columns.items()})
+    return pa.table(cols)
+
+
+def curate_work_file(path: str, cfg: PipelineConfig, seg: Segment, global_stage: Stage,
+                     stages: Sequence[Stage] | None = None) -> dict:
+    """Later segments: one intermediate part -> global decisions -> map stages -> parts."""
+    stages = list(stages) if stages is not None else build_stages(seg.maps)
+    stats = new_stats()
+    stats["read"] = 0  # counted once, in segment 0
+    table = pq.read_table(path)
+    for name, typ in REJECT_COLUMNS.items():
+        table = table.append_column(name, pa.nulls(table.num_rows, typ))
+    decisions = load_decisions(decisions_dir(cfg.output.path, seg.index), path, global_stage)
+    table, st = apply_stage(global_stage, table, decisions)
+    merge(stats["stages"], {global_stage.name: st})
+    _finish(table, stages, seg, cfg, stats)
     return stats

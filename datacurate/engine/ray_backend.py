@@ -1,11 +1,16 @@
 """The one place that knows about Ray.
 
-Read tasks become a Ray Data dataset (one block per task); ``map_batches`` runs
-:func:`curate_task` on each (read -> stages -> write parts, streaming batch by batch,
-so a worker holds one batch and the driver holds only per-task statistics). With no
-address an embedded local Ray starts with the configured resources; with an address
-(``--ray-address``, ``RAY_ADDRESS``, or the environment ``ray job submit`` sets up)
-the same code runs on a cluster.
+* Map work: a list of items (read tasks for segment 0, intermediate part files for later
+  segments) becomes a Ray Data dataset, one block per item; ``map_batches`` runs the
+  Ray-free :mod:`datacurate.engine.process` functions on each (read -> stages -> write
+  parts, batch by batch), so a worker holds one batch and the driver only per-item
+  statistics.
+* Global stages: their all-to-all phases (shuffles, groupbys, actors holding filter
+  slices) live in :mod:`datacurate.engine.global_ops`.
+
+With no address an embedded local Ray starts with the configured resources; with an
+address (``--ray-address``, ``RAY_ADDRESS``, or the environment ``ray job submit``
+sets up) the same code runs on a cluster.
 """
 
 from __future__ import annotations
@@ -18,9 +23,12 @@ from typing import Callable, Iterator
 import pyarrow as pa
 
 from datacurate.config import PipelineConfig, RayConfig
-from datacurate.engine.process import build_stages, curate_task
+from datacurate.engine.process import (
+    build_stages, curate_task, curate_work_file, output_schema, plan_segments,
+)
+from datacurate.stages import STAGES
 
-_STAGE_CACHE: dict[int, list] = {}  # per worker process: models load once, not once per task
+_STAGE_CACHE: dict = {}  # per worker process: models load once, not once per task
 
 
 def init_ray(cfg: RayConfig) -> bool:
@@ -43,30 +51,56 @@ def init_ray(cfg: RayConfig) -> bool:
     return True
 
 
-def _curate_blocks(batch: pa.Table, cfg: PipelineConfig, key: int) -> Iterator[pa.Table]:
-    stages = _STAGE_CACHE.get(key)
-    if stages is None:
-        stages = _STAGE_CACHE[key] = build_stages(cfg.stages)
-    for task in batch.column("task").to_pylist():
-        stats = curate_task(json.loads(task), cfg, stages)
+def segments_of(cfg: PipelineConfig):
+    segs = plan_segments(cfg.stages)
+    columns = list(zip(output_schema(cfg.stages).names, output_schema(cfg.stages).types))
+    for s in segs:
+        s.columns = columns
+    return segs
+
+
+def _stages_for(cfg: PipelineConfig, seg_index: int, key: str):
+    cached = _STAGE_CACHE.get((key, seg_index))
+    if cached is None:
+        seg = segments_of(cfg)[seg_index]
+        g = STAGES[seg.global_before.name](seg.global_before.config) if seg.global_before else None
+        cached = _STAGE_CACHE[(key, seg_index)] = (seg, build_stages(seg.maps), g)
+    return cached
+
+
+def _run_items(batch: pa.Table, cfg: PipelineConfig, seg_index: int, key: str) -> Iterator[pa.Table]:
+    seg, stages, gstage = _stages_for(cfg, seg_index, key)
+    for item in batch.column("item").to_pylist():
+        if gstage is None:
+            stats = curate_task(json.loads(item), cfg, seg, stages)
+        else:
+            stats = curate_work_file(item, cfg, seg, gstage, stages)
         yield pa.table({"stats": [json.dumps(stats)]})
 
 
-def execute(cfg: PipelineConfig, tasks: list, on_stats: Callable[[dict], None]) -> None:
-    """Run every read task on Ray; call ``on_stats`` on the driver as each task finishes."""
+def quiet_data_context():
     import ray.data
 
     logging.getLogger("ray.data").setLevel(logging.ERROR)
     ctx = ray.data.DataContext.get_current()
-    ctx.enable_progress_bars = False  # one fused operator: the runner prints its own funnel line
+    ctx.enable_progress_bars = False  # the runner prints its own funnel line
     ctx.print_on_execution_start = False
-    items = [{"task": json.dumps(t.to_dict())} for t in tasks]
-    ds = ray.data.from_items(items, override_num_blocks=max(1, len(items)))
+    return ctx
+
+
+def run_segment(cfg: PipelineConfig, seg_index: int, items: list[str], on_stats: Callable[[dict], None]) -> None:
+    """Run one segment's map work over ``items``; ``on_stats`` gets each item's stats on the driver."""
+    import ray.data
+
+    if not items:
+        return
+    quiet_data_context()
+    ds = ray.data.from_items([{"item": i} for i in items], override_num_blocks=len(items))
     ds = ds.map_batches(
-        _curate_blocks,
+        _run_items,
         batch_size=1,
         batch_format="pyarrow",
-        fn_kwargs={"cfg": cfg, "key": hash(repr(cfg.stages))},
+        fn_kwargs={"cfg": cfg, "seg_index": seg_index, "key": str(hash(repr(cfg.stages)))},
         num_cpus=1,
     )
     for row in ds.iter_rows():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 import shutil
@@ -14,7 +15,7 @@ from datacurate.engine.stats import finalize, format_funnel, merge
 from datacurate.io import plan_reads
 from datacurate.schema import INPUT_STAGE
 
-OWNED = ("kept", "rejected", "stats.json", "config.yaml")
+OWNED = ("kept", "rejected", "stats.json", "config.yaml", "_work")
 
 
 def prepare_output(cfg: PipelineConfig) -> None:
@@ -51,8 +52,8 @@ class _Progress:
 
 def run_pipeline(cfg: PipelineConfig, progress: bool | None = None, log: Callable[[str], None] | None = None) -> dict:
     """Run ``cfg``; return the stats report (also written to OUT/stats.json)."""
-    from datacurate.engine import ray_backend
-    from datacurate.engine.process import build_stages
+    from datacurate.engine import global_ops, ray_backend
+    from datacurate.engine.process import build_stages, work_dir
 
     log = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
     t0 = time.perf_counter()
@@ -66,11 +67,29 @@ def run_pipeline(cfg: PipelineConfig, progress: bool | None = None, log: Callabl
         log(f"[datacurate] {len(tasks)} read tasks over {len({t.path for t in tasks})} files -> {cfg.output.path}")
     started = ray_backend.init_ray(cfg.ray)
     tracker = _Progress(len(tasks), show)
+    global_info: dict = {}
     try:
-        ray_backend.execute(cfg, tasks, tracker)
+        segments = ray_backend.segments_of(cfg)
+        for seg in segments:
+            if seg.global_before is None:
+                items = [json.dumps(t.to_dict()) for t in tasks]
+            else:
+                name = seg.global_before.name
+                if show:
+                    log(f"[datacurate] {name}: global phases")
+                global_info[name] = global_ops.run_global(seg.global_before, cfg, seg.index)
+                items = sorted(glob.glob(os.path.join(work_dir(cfg.output.path, seg.index - 1), "*.parquet")))
+                tracker.n_tasks += len(items)
+            ray_backend.run_segment(cfg, seg.index, items, tracker)
     finally:
         if started:
             ray_backend.shutdown()
+    if not cfg.output.keep_work:
+        shutil.rmtree(os.path.join(cfg.output.path, "_work"), ignore_errors=True)
+    for name, info in global_info.items():
+        st = tracker.stats.setdefault("stages", {}).setdefault(name, {"in": 0, "kept": 0, "rejected": {}, "seconds": 0.0})
+        st["seconds"] = st.get("seconds", 0.0) + info["phase_seconds"]
+        merge(st.setdefault("metrics", {}), info["metrics"])
     report = finalize(tracker.stats, [INPUT_STAGE] + [s.name for s in cfg.stages], time.perf_counter() - t0)
     tmp = os.path.join(cfg.output.path, "stats.json.tmp")
     with open(tmp, "w") as f:

@@ -25,6 +25,8 @@ def finalize(stats: dict, stage_order: list[str], wall_seconds: float) -> dict:
     ordered = {name: stages.get(name, {"in": 0, "kept": 0, "rejected": {}, "seconds": 0.0})
                for name in stage_order}
     for st in ordered.values():
+        st.setdefault("in", 0)
+        st.setdefault("kept", 0)
         st["rejected_total"] = sum(st.get("rejected", {}).values())
         st["rejected"] = dict(Counter(st.get("rejected", {})).most_common())
         st["seconds"] = round(st.get("seconds", 0.0), 3)

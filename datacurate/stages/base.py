@@ -79,3 +79,39 @@ def value_counts(values: pa.Array | pa.ChunkedArray) -> dict:
         return {}
     vc = pc.value_counts(values)
     return {v["values"].as_py(): v["counts"].as_py() for v in vc if v["values"].is_valid}
+
+
+class GlobalStage(Stage):
+    """A stage whose decision needs the whole corpus (dedup, resampling).
+
+    The engine runs it in explicit phases over the kept rows of the stages before it:
+    plain functions of the stage's module compute keys per batch, the engine runs the
+    all-to-all steps on Ray and writes a *decisions* table (``_ord``, ``reject_reason``
+    and the stage's annotation columns, one row per affected document), then every
+    batch gets its decisions through :meth:`apply`. Called directly on one table
+    (``stage(table)``) a global stage runs all its phases in-process on that table.
+    """
+
+    is_global: ClassVar[bool] = True
+
+    def decide_local(self, table: pa.Table) -> pa.Table:
+        """All phases in one process over ``table`` -> decisions table."""
+        raise NotImplementedError
+
+    def apply(self, table: pa.Table, decisions: pa.Table) -> tuple[dict[str, pa.Array], pa.Array]:
+        """Join ``decisions`` to ``table`` by ``_ord``: annotation columns and reasons."""
+        from datacurate.schema import ORD
+
+        pos = pc.index_in(table.column(ORD), value_set=decisions.column(ORD))
+        cols = {}
+        for name, typ in self.columns.items():
+            col = decisions.column(name) if name in decisions.column_names else pa.nulls(decisions.num_rows, typ)
+            cols[name] = pc.take(col, pos).cast(typ)
+        return cols, pc.take(decisions.column(REJECT_REASON), pos).cast(pa.string())
+
+    def annotate(self, table: pa.Table):
+        from datacurate.schema import ORD
+
+        if ORD not in table.column_names:
+            table = table.append_column(ORD, pa.array(np.arange(table.num_rows, dtype=np.int64)))
+        return self.apply(table, self.decide_local(table))

@@ -1,0 +1,324 @@
+"""fastText document classifiers: one text normalisation, training with a held-out
+report, and batch scoring for the ``quality`` and ``toxicity`` stages.
+
+Training (``datacurate train-classifier``, :func:`train_classifier`) follows the
+fastText supervised recipe (Joulin et al. 2016) that GPT-3 (Brown et al. 2020,
+appendix A) and DCLM (Li et al. 2024) used for quality filtering: bag of words and
+word bigrams, a small dimension, a few epochs, then product quantisation to a
+``.ftz`` of a few MB. The held-out split is by *source document*: examples whose ids
+share a prefix before ``#`` (``brown/ca01#3``) form one group and land on one side of
+the split, so chunks of one document never score their siblings. The report gives
+precision / recall / F1 at a threshold, ROC-AUC, and the ROC-AUC of document length
+alone (a split a length count separates is not a quality split).
+
+The normalisation (:func:`normalize`) is the same at training and inference; its
+settings are written into the model card (``<model>.json``) and read back by
+:class:`FastTextScorer`, so a retrained model cannot silently disagree with the stage.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+HIST_BINS = [f"{i / 10:.1f}-{(i + 1) / 10:.1f}" for i in range(10)]
+
+
+def normalize(text: pa.Array | pa.ChunkedArray | list, lowercase: bool = False, max_chars: int = 100_000) -> pa.Array:
+    """One line per document: punctuation and symbols split off as tokens, every run of
+    white space (newlines included: fastText reads one example per line) one space."""
+    if not isinstance(text, (pa.Array, pa.ChunkedArray)):
+        text = pa.array(text, pa.large_string())
+    t = pc.utf8_slice_codeunits(text.fill_null(""), 0, max_chars)
+    if lowercase:
+        t = pc.utf8_lower(t)
+    t = pc.replace_substring_regex(t, r"([\pP\pS])", r" \1 ")
+    t = pc.replace_substring_regex(t, r"[\s\pZ\x{85}]+", " ")
+    return pc.utf8_trim_whitespace(t)
+
+
+def score_histogram(scores: np.ndarray) -> dict[str, int]:
+    """Counts in ten fixed bins 0.0-0.1 ... 0.9-1.0 (NaN = unscored, left out)."""
+    s = scores[~np.isnan(scores)]
+    counts, _ = np.histogram(s, bins=np.linspace(0.0, 1.0, 11))
+    return {b: int(c) for b, c in zip(HIST_BINS, counts)}
+
+
+def load_card(model_path: str | Path) -> dict:
+    card = Path(model_path).with_suffix(".json")
+    return json.loads(card.read_text()) if card.is_file() else {}
+
+
+class FastTextScorer:
+    """P(``label``) for every document of a batch, in one C++ ``predict`` call."""
+
+    def __init__(self, path: str | Path, label: str, max_chars: int = 100_000):
+        from datacurate.stages.langid import load_fasttext
+
+        self.model = load_fasttext(path)
+        labels = [lab.removeprefix("__label__") for lab in self.model.get_labels()]
+        if label not in labels:
+            raise ValueError(f"{path}: no label {label!r} in the model (labels: {labels})")
+        self.label, self.binary = "__label__" + label, len(labels) == 2
+        self.lowercase = bool(load_card(path).get("normalization", {}).get("lowercase", False))
+        self.max_chars = max_chars
+
+    def score(self, text: pa.Array | pa.ChunkedArray | list) -> np.ndarray:
+        """float32 scores; NaN where nothing is left after normalisation (empty text)."""
+        lines = normalize(text, self.lowercase, self.max_chars)
+        empty = np.asarray(pc.equal(pc.utf8_length(lines), 0))
+        out = np.full(len(lines), np.nan, dtype=np.float32)
+        idx = np.flatnonzero(~empty)
+        if len(idx):
+            todo = lines.take(pa.array(idx)).to_pylist()
+            if self.binary:  # two-class softmax: P(other) = 1 - P(top)
+                labels, probs = self.model.predict(todo, k=1)
+                top = np.array([p[0] for p in probs], dtype=np.float32)
+                hit = np.array([lab[0] == self.label for lab in labels])
+                out[idx] = np.clip(np.where(hit, top, 1.0 - top), 0.0, 1.0)
+            else:
+                labels, probs = self.model.predict(todo, k=-1)
+                out[idx] = [dict(zip(lab, p)).get(self.label, 0.0) for lab, p in zip(labels, probs)]
+        return out
+
+
+# ----------------------------------------------------------------------------- metrics
+
+
+def roc_auc(scores: np.ndarray, y: np.ndarray) -> float:
+    """Area under the ROC curve (Mann-Whitney U with average ranks for ties)."""
+    y = np.asarray(y, dtype=bool)
+    n_pos, n_neg = int(y.sum()), int((~y).sum())
+    if n_pos == 0 or n_neg == 0:
+        return float("nan")
+    order = np.argsort(scores, kind="mergesort")
+    s = np.asarray(scores)[order]
+    ranks = np.empty(len(s), dtype=np.float64)
+    _, first, counts = np.unique(s, return_index=True, return_counts=True)
+    for f, c in zip(first, counts):
+        ranks[f:f + c] = f + (c + 1) / 2.0
+    r = np.empty_like(ranks)
+    r[order] = ranks
+    return float((r[y].sum() - n_pos * (n_pos + 1) / 2.0) / (n_pos * n_neg))
+
+
+def binary_metrics(scores: np.ndarray, y: np.ndarray, threshold: float = 0.5) -> dict:
+    y = np.asarray(y, dtype=bool)
+    pred = np.asarray(scores) >= threshold
+    tp, fp, fn = int((pred & y).sum()), int((pred & ~y).sum()), int((~pred & y).sum())
+    p = tp / (tp + fp) if tp + fp else 0.0
+    r = tp / (tp + fn) if tp + fn else 0.0
+    return {"n": int(len(y)), "n_positive": int(y.sum()), "threshold": threshold,
+            "precision": round(p, 4), "recall": round(r, 4),
+            "f1": round(2 * p * r / (p + r), 4) if p + r else 0.0,
+            "accuracy": round(float((pred == y).mean()), 4) if len(y) else 0.0,
+            "roc_auc": round(roc_auc(scores, y), 4)}
+
+
+# ----------------------------------------------------------------------------- training
+
+
+@dataclass
+class FastTextParams:
+    dim: int = 64
+    epoch: int = 5
+    lr: float = 0.5
+    word_ngrams: int = 2  # 2 = words + word bigrams (DCLM's setting)
+    min_count: int = 3
+    bucket: int = 500_000  # hash buckets for bigrams: the model's size before quantisation
+    thread: int = 1  # 1 = reproducible; more threads train faster but not bit-identically
+
+
+@dataclass
+class QuantizeParams:
+    enabled: bool = True  # save a product-quantised .ftz (what ships)
+    cutoff: int = 100_000  # keep the most useful words and bigrams; 0 = all
+    retrain: bool = True  # fine-tune the embeddings after the cutoff
+    qnorm: bool = True
+    dsub: int = 2
+
+
+@dataclass
+class TrainConfig:
+    output: str = "classifier.ftz"  # model path; the JSON card goes next to it (.json)
+    positive: list[str] = field(default_factory=list)  # files / dirs / globs (JSONL or Parquet) of positive examples
+    negative: list[str] = field(default_factory=list)  # ... of negative examples
+    data: list[str] = field(default_factory=list)  # files whose label_field holds the label (instead of positive/negative)
+    positive_label: str = "pos"  # scores are P(positive_label); the stage's `label`
+    negative_label: str = "neg"
+    label_field: str = "label"
+    text_field: str = "text"
+    id_field: str = "id"  # ids "<doc>#<n>": examples of one <doc> stay on one side of the split
+    name: str = ""
+    notes: dict[str, str] = field(default_factory=dict)  # copied into the card: how data and labels were obtained
+    holdout_frac: float = 0.2  # share of source documents (groups) held out
+    seed: int = 0
+    threshold: float = 0.5  # for precision / recall / F1
+    lowercase: bool = False  # normalisation: lowercase before tokenising
+    max_chars: int = 100_000  # characters of each example used
+    fasttext: FastTextParams = field(default_factory=FastTextParams)
+    quantize: QuantizeParams = field(default_factory=QuantizeParams)
+
+    def validate(self) -> None:
+        if not (self.positive and self.negative) and not self.data:
+            raise ValueError("give positive and negative files, or data files with a label field")
+        if not 0.0 < self.holdout_frac < 1.0:
+            raise ValueError("holdout_frac must be within (0, 1)")
+
+
+def read_examples(cfg: TrainConfig) -> tuple[list[str], np.ndarray, np.ndarray, dict]:
+    """-> (raw texts, labels, groups, per-label counts); bad records are skipped and counted."""
+    from datacurate.config import InputConfig
+    from datacurate.io import plan_reads, read_task
+
+    parts = [(p, cfg.positive_label) for p in cfg.positive] + [(p, cfg.negative_label) for p in cfg.negative]
+    parts += [(p, None) for p in cfg.data]
+    texts, labels, ids, skipped = [], [], [], 0
+    for path, label in parts:
+        inp = InputConfig(path=[path], text_field=cfg.text_field, id_field=cfg.id_field,
+                          domain_field=cfg.label_field, default_domain="")
+        for task in plan_reads(inp):
+            for t in read_task(task, inp):
+                good = t.filter(pc.is_null(t.column("reject_reason")))
+                skipped += t.num_rows - good.num_rows
+                texts += good.column("text").to_pylist()
+                ids += good.column("id").to_pylist()
+                labels += [label] * good.num_rows if label else good.column("domain").to_pylist()
+    y = np.array(labels, dtype=object)
+    keep = np.isin(y, [cfg.positive_label, cfg.negative_label])
+    skipped += int((~keep).sum())
+    groups = np.array([i.split("#", 1)[0] for i in ids], dtype=object)[keep]
+    texts = [t for t, k in zip(texts, keep) if k]
+    return texts, y[keep], groups, {"skipped_records": skipped}
+
+
+def heldout_mask(groups: np.ndarray, frac: float, seed: int) -> np.ndarray:
+    """True for held-out examples: a group's side is a hash of (seed, group), so the
+    split does not depend on file order and grows stably as data is added."""
+    def side(g: str) -> bool:
+        h = hashlib.blake2b(f"{seed}:{g}".encode(), digest_size=8).digest()
+        return int.from_bytes(h, "little") / 2.0**64 < frac
+
+    memo = {g: side(g) for g in set(groups.tolist())}
+    return np.array([memo[g] for g in groups], dtype=bool)
+
+
+def train_classifier(config: TrainConfig | None = None, **params) -> dict:
+    """Train, quantise, evaluate on the held-out groups; write ``.ftz`` + card; return the card."""
+    import fasttext
+
+    from datacurate.config import coerce
+
+    cfg = config if config is not None else coerce(params, TrainConfig, "train")
+    t0 = time.perf_counter()
+    raw, y_lab, groups, counts = read_examples(cfg)
+    lines = normalize(pa.array(raw, pa.large_string()), cfg.lowercase, cfg.max_chars).to_pylist()
+    test = heldout_mask(groups, cfg.holdout_frac, cfg.seed)
+    nonempty = np.array([bool(s) for s in lines])
+    y = y_lab == cfg.positive_label
+    if test.all() or not test.any() or len(set(y[~test])) < 2:
+        raise ValueError("the split left one side empty or one-class: add data or source documents")
+    out = Path(cfg.output)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    ft = cfg.fasttext
+    rng = np.random.default_rng(cfg.seed)
+    with tempfile.TemporaryDirectory() as tmp:
+        train_path = os.path.join(tmp, "train.txt")
+        with open(train_path, "w", encoding="utf-8") as f:
+            for i in rng.permutation(np.flatnonzero(~test & nonempty)):  # fastText reads in order: shuffle
+                f.write(f"__label__{y_lab[i]} {lines[i]}\n")
+        model = fasttext.train_supervised(
+            input=train_path, dim=ft.dim, epoch=ft.epoch, lr=ft.lr, wordNgrams=ft.word_ngrams,
+            minCount=ft.min_count, bucket=ft.bucket, thread=ft.thread, seed=cfg.seed, verbose=0)
+        if cfg.quantize.enabled:
+            q = cfg.quantize
+            model.quantize(input=train_path, cutoff=q.cutoff, retrain=q.retrain, qnorm=q.qnorm, dsub=q.dsub,
+                           thread=ft.thread, verbose=0)
+        model.save_model(str(out))
+    train_seconds = time.perf_counter() - t0
+
+    card = {
+        "name": cfg.name or out.stem,
+        "model_file": out.name,
+        "size_bytes": out.stat().st_size,
+        "sha256": hashlib.sha256(out.read_bytes()).hexdigest(),
+        "labels": {"positive": cfg.positive_label, "negative": cfg.negative_label},
+        "score": f"P(__label__{cfg.positive_label}) from fastText softmax",
+        "notes": cfg.notes,
+        "normalization": {"lowercase": cfg.lowercase, "max_chars": cfg.max_chars,
+                          "rule": "punctuation/symbols split off; white space (newlines too) -> one space"},
+        "data": {"positive": cfg.positive, "negative": cfg.negative, "data": cfg.data, **counts},
+        "split": {"by": "source document (id prefix before '#')", "holdout_frac": cfg.holdout_frac,
+                  "seed": cfg.seed, "groups_train": int(len(set(groups[~test]))),
+                  "groups_heldout": int(len(set(groups[test])))},
+        "params": {"fasttext": dataclasses.asdict(ft), "quantize": dataclasses.asdict(cfg.quantize)},
+        "train_seconds": round(train_seconds, 1),
+    }
+    for side, mask in (("train", ~test), ("heldout", test)):
+        card["data"][side] = {"examples": int(mask.sum()), "positive": int((y & mask).sum()),
+                              "negative": int((~y & mask).sum()),
+                              "chars": int(sum(len(raw[i]) for i in np.flatnonzero(mask)))}
+    write_card(out, card)  # first: the scorer reads the normalisation from it
+    card["heldout"] = evaluate(str(out), [raw[i] for i in np.flatnonzero(test)], y[test],
+                               cfg.positive_label, cfg.threshold)
+    write_card(out, card)
+    return card
+
+
+def evaluate(model_path: str, texts: list[str], y: np.ndarray, label: str, threshold: float = 0.5) -> dict:
+    """Metrics of a saved model on raw texts (scored exactly as the stage scores them),
+    plus the ROC-AUC of character length alone and the model's ROC-AUC within length
+    terciles: a model that only counted characters would show up here."""
+    scorer = FastTextScorer(model_path, label)
+    s = np.nan_to_num(scorer.score(texts), nan=0.0)
+    y = np.asarray(y, dtype=bool)
+    m = binary_metrics(s, y, threshold)
+    length = np.array([len(t) for t in texts], dtype=np.float64)
+    auc_len = roc_auc(length, y)
+    m["length_only_roc_auc"] = round(max(auc_len, 1.0 - auc_len), 4)
+    edges = np.quantile(length, [0.0, 1 / 3, 2 / 3, 1.0])
+    m["roc_auc_by_length_tercile"] = {}
+    for lo, hi in zip(edges[:-1], edges[1:]):
+        sel = (length >= lo) & (length <= hi)
+        m["roc_auc_by_length_tercile"][f"{int(lo)}-{int(hi)} chars"] = round(roc_auc(s[sel], y[sel]), 4)
+    return m
+
+
+def write_card(model_path: Path | str, card: dict) -> Path:
+    path = Path(model_path).with_suffix(".json")
+    path.write_text(json.dumps(card, indent=2, ensure_ascii=False) + "\n")
+    return path
+
+
+def load_train_config(path: Optional[str], overrides: list[str] | None = None, **given) -> TrainConfig:
+    """YAML file (optional) <- keyword values <- ``key.sub=value`` overrides -> TrainConfig."""
+    import yaml
+
+    from datacurate.config import ConfigError, from_dict, parse_override
+
+    raw: dict = {}
+    if path:
+        if not Path(path).is_file():
+            raise ConfigError(f"training config not found: {path}")
+        raw = yaml.safe_load(Path(path).read_text()) or {}
+        if not isinstance(raw, dict):
+            raise ConfigError(f"{path}: the top level must be a mapping")
+    raw.update({k: v for k, v in given.items() if v})
+    for item in overrides or []:
+        keys, value = parse_override(item)
+        node = raw
+        for k in keys[:-1]:
+            node = node.setdefault(k, {})
+        node[keys[-1]] = value
+    return from_dict(TrainConfig, raw, "train")

@@ -1,0 +1,294 @@
+"""Stage ``exact_dedup``: Bloom-filter deduplication of documents or paragraphs.
+
+Text is normalised (lowercase, whitespace collapsed), hashed with xxh3-128 and looked
+up in a Bloom filter (Bloom 1970) sized for ``expected_items`` at
+``false_positive_rate``: m = -n ln p / (ln 2)^2 bits and k = (m/n) ln 2 hash functions
+(double hashing, Kirsch & Mitzenmacher 2006). For n = 10^7 and p = 10^-6 that is
+36 MB and k = 20. The hash space is split into ``num_shards`` slices; the engine keeps
+each slice in its own Ray actor, so no process sees every document.
+
+Survivors are deterministic: each shard's keys are processed in priority order
+(highest ``priority_column`` first, then input order), in chunks; inside a chunk
+repeats are found exactly by hash, across chunks and runs by the filter. The filter
+can be saved and loaded, so a new crawl is deduplicated against an earlier one.
+
+Modes:
+* ``document``: later copies of a document are rejected (``exact_dedup/duplicate``,
+  or ``exact_dedup/seen_before`` when the copy is in a loaded filter).
+* ``paragraph`` (as Dolma, Soldaini et al. 2024): lines already seen are removed from
+  kept documents (count in ``paragraphs_removed``); a document whose characters are at
+  least ``paragraph_threshold`` in already-seen paragraphs is rejected
+  (``exact_dedup/paragraphs_seen``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from dataclasses import dataclass
+from typing import Literal, Optional
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import xxhash
+
+from datacurate.schema import ORD, REJECT_REASON, TEXT
+from datacurate.stages import textstats as ts
+from datacurate.stages.base import GlobalStage
+
+
+@dataclass
+class ExactDedupConfig:
+    mode: Literal["document", "paragraph"] = "document"
+    expected_items: int = 10_000_000  # documents (or paragraphs) the filter is sized for
+    false_positive_rate: float = 1e-6
+    num_shards: int = 4  # filter slices, one Ray actor each
+    chunk: int = 65_536  # keys checked per step inside a shard (exact within, Bloom across)
+    priority_column: Optional[str] = None  # survivor = highest value; default first in input order
+    normalize: bool = True  # lowercase and collapse whitespace before hashing
+    paragraph_threshold: float = 0.8  # paragraph mode: reject when this share of characters was seen
+    load_filter: Optional[str] = None  # directory of a saved filter: dedup against an earlier run
+    save_filter: Optional[str] = None  # directory to save this run's filter (with the loaded one merged)
+
+    def validate(self) -> None:
+        if not 0 < self.false_positive_rate < 1:
+            raise ValueError("false_positive_rate must be within (0, 1)")
+        if self.expected_items < 1 or self.num_shards < 1 or self.chunk < 1:
+            raise ValueError("expected_items, num_shards and chunk must be positive")
+        if not 0 < self.paragraph_threshold <= 1:
+            raise ValueError("paragraph_threshold must be within (0, 1]")
+
+
+def bloom_size(n: int, p: float) -> tuple[int, int]:
+    """(bits, hash functions) for n items at false-positive rate p."""
+    m = math.ceil(-n * math.log(p) / math.log(2) ** 2)
+    k = max(1, round(m / n * math.log(2)))
+    return m, k
+
+
+class BloomFilter:
+    """A plain NumPy Bloom filter over 128-bit hashes, given as (hi, lo) uint64 arrays."""
+
+    def __init__(self, bits: int, k: int, data: np.ndarray | None = None):
+        self.m, self.k = int(bits), int(k)
+        self.data = data if data is not None else np.zeros((self.m + 7) // 8, dtype=np.uint8)
+
+    def _index(self, hi: np.ndarray, lo: np.ndarray) -> np.ndarray:
+        i = np.arange(self.k, dtype=np.uint64)
+        with np.errstate(over="ignore"):
+            return (hi[:, None] + i[None, :] * (lo[:, None] | np.uint64(1))) % np.uint64(self.m)  # (N, k)
+
+    def contains(self, hi: np.ndarray, lo: np.ndarray) -> np.ndarray:
+        idx = self._index(hi, lo)
+        bits = (self.data[idx >> np.uint64(3)] >> (idx & np.uint64(7)).astype(np.uint8)) & 1
+        return bits.all(axis=1)
+
+    def add(self, hi: np.ndarray, lo: np.ndarray) -> None:
+        idx = self._index(hi, lo).ravel()
+        np.bitwise_or.at(self.data, idx >> np.uint64(3), (np.uint8(1) << (idx & np.uint64(7)).astype(np.uint8)))
+
+    def fill_ratio(self) -> float:
+        return float(np.unpackbits(self.data).sum()) / self.m
+
+    def save(self, path: str) -> None:
+        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+        np.save(path + ".tmp.npy", self.data)
+        os.replace(path + ".tmp.npy", path + ".npy")
+        with open(path + ".json", "w") as f:
+            json.dump({"bits": self.m, "k": self.k}, f)
+
+    @classmethod
+    def load(cls, path: str) -> "BloomFilter":
+        with open(path + ".json") as f:
+            meta = json.load(f)
+        return cls(meta["bits"], meta["k"], np.load(path + ".npy"))
+
+
+class ShardFilter:
+    """One slice of the hash space: the filter of this run plus, optionally, a loaded one."""
+
+    def __init__(self, bits: int, k: int, previous: BloomFilter | None = None):
+        self.current = BloomFilter(bits, k)
+        self.previous = previous
+
+    def check_add(self, hi: np.ndarray, lo: np.ndarray, chunk: int) -> np.ndarray:
+        """Keys in survivor order -> 0 new, 1 repeat in this run, 2 seen in the loaded filter."""
+        out = np.zeros(len(hi), dtype=np.int8)
+        for s in range(0, len(hi), chunk):
+            h, l = hi[s:s + chunk], lo[s:s + chunk]
+            repeat = pd.DataFrame({"h": h, "l": l}).duplicated(keep="first").to_numpy()
+            first = np.flatnonzero(~repeat)
+            seen = self.current.contains(h[first], l[first])
+            status = np.where(repeat, 1, 0).astype(np.int8)
+            status[first[seen]] = 1
+            if self.previous is not None:
+                old = self.previous.contains(h, l)
+                status[old] = 2
+            self.current.add(h[first[~seen]], l[first[~seen]])
+            out[s:s + chunk] = status
+        return out
+
+    def merged(self) -> BloomFilter:
+        if self.previous is None:
+            return self.current
+        return BloomFilter(self.current.m, self.current.k, self.current.data | self.previous.data)
+
+
+def normalized(texts: pa.Array, normalize: bool) -> pa.Array:
+    if not normalize:
+        return texts
+    return pc.utf8_trim_whitespace(pc.replace_substring_regex(pc.utf8_lower(texts), r"\s+", " "))
+
+
+def hash128(texts: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    values = [xxhash.xxh3_128_intdigest(t.encode("utf-8")) for t in texts.to_pylist()]
+    hi = np.fromiter((v >> 64 for v in values), dtype=np.uint64, count=len(values))
+    lo = np.fromiter((v & 0xFFFFFFFFFFFFFFFF for v in values), dtype=np.uint64, count=len(values))
+    return hi, lo
+
+
+def keys(table: pa.Table, cfg: ExactDedupConfig) -> pa.Table:
+    """Phase 1 (per batch): one row per document (or non-blank line) to look up."""
+    texts = table.column(TEXT).combine_chunks()
+    ords = np.asarray(table.column(ORD), dtype=np.int64)
+    prio = _priority(table, cfg)
+    if cfg.mode == "document":
+        hi, lo = hash128(normalized(texts, cfg.normalize))
+        doc, para, nchars = np.arange(len(texts)), np.zeros(len(texts), np.int32), np.asarray(pc.utf8_length(texts))
+    else:
+        lines = ts.split_pattern(texts, "\n", drop_blank=False)
+        index = np.arange(len(lines.doc)) - lines.offsets[lines.doc]
+        blank = np.asarray(pc.equal(pc.utf8_length(pc.utf8_trim_whitespace(lines.values)), 0))
+        keep = np.flatnonzero(~blank)
+        hi, lo = hash128(normalized(lines.values.take(pa.array(keep)), cfg.normalize))
+        doc, para = lines.doc[keep], index[keep].astype(np.int32)
+        nchars = np.asarray(pc.utf8_length(lines.values.take(pa.array(keep))))
+    return pa.table({
+        ORD: ords[doc], "para": para, "hi": hi, "lo": lo, "prio": prio[doc],
+        "nchars": nchars.astype(np.int64), "shard": (hi % np.uint64(cfg.num_shards)).astype(np.int32),
+    })
+
+
+def _priority(table: pa.Table, cfg: ExactDedupConfig) -> np.ndarray:
+    if cfg.priority_column is None:
+        return np.zeros(table.num_rows)
+    if cfg.priority_column not in table.column_names:
+        raise KeyError(f"exact_dedup: priority_column '{cfg.priority_column}' is not a column "
+                       f"(have: {', '.join(c for c in table.column_names if not c.startswith('_'))})")
+    return np.asarray(pc.fill_null(table.column(cfg.priority_column).cast(pa.float64()), -np.inf))
+
+
+def survivor_order(k: pa.Table) -> np.ndarray:
+    """Highest priority first, then input order, then paragraph order."""
+    return np.lexsort((np.asarray(k["para"]), np.asarray(k[ORD]), -np.asarray(k["prio"])))
+
+
+def decide_shard(k: pa.Table, flt: ShardFilter, chunk: int) -> pa.Table:
+    """Phase 2 (one shard, all its keys): status of every key, in survivor order."""
+    order = survivor_order(k)
+    k = k.take(order)
+    status = flt.check_add(np.asarray(k["hi"]), np.asarray(k["lo"]), chunk)
+    return pa.table({ORD: k[ORD], "para": k["para"], "nchars": k["nchars"], "status": status})
+
+
+def decisions(status: pa.Table, cfg: ExactDedupConfig) -> pa.Table:
+    """Phase 3 (per part file): the statuses of ALL keys of some documents -> one decision
+    row per document with a repeat."""
+    totals = pd.DataFrame({"o": np.asarray(status[ORD]), "n": np.asarray(status["nchars"])}).groupby("o")["n"].sum()
+    st = status.filter(pc.greater(status["status"], 0))
+    if st.num_rows == 0:
+        return pa.table({ORD: pa.array([], pa.int64()), REJECT_REASON: pa.array([], pa.string()),
+                         "paragraphs_removed": pa.array([], pa.int32()), "_drop_paras": pa.array([], pa.list_(pa.int32()))})
+    if cfg.mode == "document":
+        reason = np.where(np.asarray(st["status"]) == 2, "exact_dedup/seen_before", "exact_dedup/duplicate")
+        return pa.table({ORD: st[ORD], REJECT_REASON: pa.array(reason, pa.string())})
+    df = st.to_pandas()
+    grouped = df.groupby(ORD, sort=True)
+    seen_chars = grouped["nchars"].sum()
+    drop = grouped["para"].apply(lambda s: sorted(s.tolist()))
+    ords = seen_chars.index.to_numpy()
+    frac = seen_chars.to_numpy() / np.maximum(totals.loc[ords].to_numpy(), 1)
+    reason = np.where(frac >= cfg.paragraph_threshold, "exact_dedup/paragraphs_seen", None)
+    return pa.table({
+        ORD: pa.array(ords, pa.int64()), REJECT_REASON: pa.array(reason, pa.string()),
+        "paragraphs_removed": pa.array([len(d) for d in drop], pa.int32()),
+        "_drop_paras": pa.array(drop.tolist(), pa.list_(pa.int32())),
+    })
+
+
+class ExactDedup(GlobalStage):
+    name = "exact_dedup"
+    Config = ExactDedupConfig
+    columns = {"paragraphs_removed": pa.int32()}
+
+    def filter_size(self) -> tuple[int, int]:
+        bits, k = bloom_size(self.config.expected_items, self.config.false_positive_rate)
+        return math.ceil(bits / self.config.num_shards), k
+
+    def decide_local(self, table: pa.Table) -> pa.Table:
+        k = keys(table, self.config)
+        bits, nk = self.filter_size()
+        prev = _load_shards(self.config.load_filter, self.config.num_shards)
+        parts = []
+        for s in range(self.config.num_shards):
+            sub = k.filter(pc.equal(k["shard"], s))
+            if sub.num_rows:
+                parts.append(decide_shard(sub, ShardFilter(bits, nk, prev[s] if prev else None), self.config.chunk))
+        if not parts:
+            return decisions(pa.table({ORD: pa.array([], pa.int64()), "para": pa.array([], pa.int32()),
+                                       "nchars": pa.array([], pa.int64()), "status": pa.array([], pa.int8())}), self.config)
+        return decisions(pa.concat_tables(parts), self.config)
+
+    def apply(self, table: pa.Table, dec: pa.Table):
+        cols, reasons = super().apply(table, dec)
+        cols["paragraphs_removed"] = pc.fill_null(cols["paragraphs_removed"], 0)
+        if self.config.mode == "paragraph" and dec.num_rows:
+            # kept documents lose their seen lines; rejected ones keep the text they had
+            cols[TEXT] = pc.if_else(pc.is_valid(reasons), table.column(TEXT).combine_chunks(), remove_lines(table, dec))
+        return cols, reasons
+
+
+def remove_lines(table: pa.Table, dec: pa.Table) -> pa.Array:
+    """Drop the already-seen lines of each document (vectorised over the batch)."""
+    texts = table.column(TEXT).combine_chunks()
+    lines = ts.split_pattern(texts, "\n", drop_blank=False)
+    index = np.arange(len(lines.doc)) - lines.offsets[lines.doc]
+    pos = np.asarray(pc.index_in(table.column(ORD), value_set=dec.column(ORD)).fill_null(-1))
+    drop_lists = dec.column("_drop_paras").combine_chunks()
+    flat = np.asarray(drop_lists.flatten(), dtype=np.int64)
+    owner = np.repeat(np.arange(len(drop_lists)), np.diff(np.asarray(drop_lists.offsets)))
+    dec_to_doc = np.full(len(drop_lists), -1)
+    dec_to_doc[pos[pos >= 0]] = np.flatnonzero(pos >= 0)
+    doc_of = dec_to_doc[owner]
+    ok = doc_of >= 0
+    key_drop = doc_of[ok].astype(np.int64) << 32 | flat[ok]
+    key_line = lines.doc.astype(np.int64) << 32 | index
+    return lines.select(~np.isin(key_line, key_drop)).rejoin("\n")
+
+
+def _load_shards(path: str | None, n: int) -> list[BloomFilter] | None:
+    if not path:
+        return None
+    meta_path = os.path.join(path, "filter.json")
+    if not os.path.exists(meta_path):
+        raise FileNotFoundError(f"exact_dedup: no saved filter in {path}")
+    with open(meta_path) as f:
+        meta = json.load(f)
+    if meta["num_shards"] != n:
+        raise ValueError(f"exact_dedup: saved filter has {meta['num_shards']} shards, config has {n}")
+    return [BloomFilter.load(os.path.join(path, f"shard-{s:04d}")) for s in range(n)]
+
+
+def load_shard(path: str | None, shard: int, n: int) -> BloomFilter | None:
+    shards = _load_shards(path, n)
+    return shards[shard] if shards else None
+
+
+def save_meta(path: str, cfg: ExactDedupConfig, bits: int, k: int) -> None:
+    os.makedirs(path, exist_ok=True)
+    with open(os.path.join(path, "filter.json"), "w") as f:
+        json.dump({"num_shards": cfg.num_shards, "bits_per_shard": bits, "k": k, "mode": cfg.mode,
+                   "normalize": cfg.normalize, "hash": "xxh3_128"}, f)
