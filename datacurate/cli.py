@@ -76,6 +76,64 @@ def cmd_stats(args) -> int:
     return 0
 
 
+def cmd_dedup_eval(args) -> int:
+    """Precision / recall of near dedup on known duplicate pairs, by true-Jaccard band."""
+    import glob as _glob
+
+    import orjson
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from datacurate.dedup_eval import make_dup_corpus, pair_report
+    from datacurate.engine import run_pipeline
+
+    os.makedirs(args.output, exist_ok=True)
+    if args.generate:
+        texts = []
+        for path in sorted(_glob.glob(os.path.join(args.source, "*.jsonl"))):
+            with open(path, "rb") as f:
+                texts += [orjson.loads(line)["text"] for line in f if line.strip()]
+        docs, pairs = make_dup_corpus(texts, args.generate, [0.0, 0.02, 0.05, 0.1, 0.2, 0.3], seed=args.seed)
+        docs_path = os.path.join(args.output, "docs.parquet")
+        pq.write_table(docs, docs_path)
+        pq.write_table(pairs, os.path.join(args.output, "pairs.parquet"))
+    elif args.docs and args.pairs:
+        docs_path = args.docs
+        pairs = pq.read_table(args.pairs) if args.pairs.endswith(".parquet") else pa.Table.from_pylist(
+            [orjson.loads(line) for line in open(args.pairs, "rb") if line.strip()])
+        for col in ("id_a", "id_b", "jaccard"):
+            if col not in pairs.column_names:
+                raise InputError(f"{args.pairs}: pairs need columns id_a, id_b, jaccard (missing {col})")
+    else:
+        raise ConfigError("dedup-eval: give --generate N, or --docs and --pairs")
+    cfg = load_config({"input": docs_path, "output": os.path.join(args.output, "run"),
+                       "stages": [{"near_dedup": {"threshold": args.threshold}}]}, args.set)
+    run_pipeline(cfg)
+    out = _read_clusters(cfg.output.path)
+    report = pair_report(pairs, out, threshold=args.positive_jaccard)
+    with open(os.path.join(args.output, "dedup_eval.json"), "w") as f:
+        json.dump(report, f, indent=2)
+    print(f"{'true Jaccard':<16}{'pairs':>8}{'merged':>8}{'share':>9}")
+    for band, r in report["bands"].items():
+        share = "-" if r["merged_frac"] is None else f"{r['merged_frac']:.4f}"
+        print(f"{band:<16}{r['pairs']:>8}{r['merged']:>8}{share:>9}")
+    print(f"recall (Jaccard >= {report['threshold']}): {report['recall']}; precision: {report['precision']}; "
+          f"merged with Jaccard <= 0.5: {report['merged_le_0.5']}")
+    return 0
+
+
+def _read_clusters(run_dir: str):
+    import glob as _glob
+
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    files = sorted(_glob.glob(os.path.join(run_dir, "kept", "*.parquet")) + _glob.glob(os.path.join(run_dir, "rejected", "*.parquet")))
+    t = pa.concat_tables([pq.read_table(f, columns=["id", "cluster_id"]) for f in files])
+    return t.filter(pc.is_valid(t["cluster_id"]))
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="datacurate", description="Data curation for LLM pretraining on Ray.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -93,6 +151,17 @@ def build_parser() -> argparse.ArgumentParser:
     st = sub.add_parser("stats", help="print the funnel of a finished run")
     st.add_argument("output", help="a run's output directory")
     st.set_defaults(fn=cmd_stats)
+    de = sub.add_parser("dedup-eval", help="precision / recall of near dedup on known duplicate pairs")
+    de.add_argument("--generate", type=int, metavar="N", help="build N docs with planted near copies from --source")
+    de.add_argument("--source", default="sample_data/corpus", help="JSONL texts to cut originals from (with --generate)")
+    de.add_argument("--seed", type=int, default=0)
+    de.add_argument("--docs", help="documents (JSONL or Parquet with id, text)")
+    de.add_argument("--pairs", help="known pairs (JSONL or Parquet with id_a, id_b, jaccard)")
+    de.add_argument("--threshold", type=float, default=0.8, help="near_dedup Jaccard threshold")
+    de.add_argument("--positive-jaccard", type=float, default=0.85, help="pairs at or above count as duplicates")
+    de.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="e.g. near_dedup.num_perm=256")
+    de.add_argument("--output", required=True)
+    de.set_defaults(fn=cmd_dedup_eval)
     return p
 
 

@@ -171,8 +171,12 @@ def c4_rules(texts: pa.Array, cfg: C4Config) -> tuple[list, pa.Array, np.ndarray
         drop |= _b(pc.match_substring(line_lower, "javascript"))
     if cfg.filter_policy:
         drop |= _b(pc.match_substring_regex(line_lower, "|".join(C4_POLICY)))
+    # blank lines are paragraph breaks, not lines C4 judges: keep them, then collapse the
+    # runs that removed lines leave behind
+    blank = np.asarray(pc.equal(pc.utf8_length(line), 0))
+    drop &= ~blank
     kept = ts.Pieces(line, lines.doc, lines.offsets, lines.n_docs).select(~drop)
-    new_text = kept.rejoin("\n")
+    new_text = pc.utf8_trim_whitespace(pc.replace_substring_regex(kept.rejoin("\n"), r"\n{3,}", "\n\n"))
     sentences = np.asarray(pc.count_substring_regex(new_text, r"[.!?]+[\"'\)\]]*(\s|$)"))
     rules = [
         ("c4/lorem_ipsum", _b(pc.match_substring(lower, "lorem ipsum")) if cfg.filter_lorem_ipsum else False),

@@ -74,7 +74,8 @@ class LangId(Stage):
         if len(idx):
             labels, probs = self.model.predict([lines[i] for i in idx], k=1)
             langs[idx] = [lab[0][9:] if lab else "und" for lab in labels]  # strip "__label__"
-            scores[idx] = np.array([p[0] if len(p) else 0.0 for p in probs], dtype=np.float32)
+            # the quantised model's softmax can exceed 1 by rounding (1.00003): clip
+            scores[idx] = np.clip(np.array([p[0] if len(p) else 0.0 for p in probs], dtype=np.float32), 0.0, 1.0)
         reasons = None
         if self.config.languages is not None:
             keep = set(self.config.languages)

@@ -41,8 +41,8 @@ def line(words: list[str]) -> str:
 def test_default_rules_keep_edited_prose():
     out = Heuristics()(pa.table({"text": [PROSE]}))
     assert out.column("reject_reason").to_pylist() == [None]
-    # C4 drops the blank lines between paragraphs (as C4 did) and keeps every sentence line
-    assert out.column("text").to_pylist() == ["\n".join(PROSE_LINES)]
+    # C4 keeps every sentence line and the paragraph breaks between them
+    assert out.column("text").to_pylist() == ["\n\n".join(PROSE_LINES)]
 
 
 def test_punctuation_only_tokens_are_not_words():
@@ -75,7 +75,7 @@ def test_tiny_batches(texts):
 def test_rejected_rows_keep_their_text_kept_rows_get_c4_text():
     bad = "Too short to keep.\nlorem"
     out = Heuristics()(pa.table({"text": [bad, PROSE]}))
-    assert out.column("text").to_pylist() == [bad, "\n".join(PROSE_LINES)]
+    assert out.column("text").to_pylist() == [bad, "\n\n".join(PROSE_LINES)]
     assert out.column("c4_lines_removed").type == pa.int32()
 
 
@@ -145,8 +145,8 @@ def test_gopher_rep_dup_line_frac():
 
 
 def test_gopher_rep_dup_para_frac():
-    # Two one-line paragraphs repeat; the other two paragraphs have many lines, so
-    # duplicate lines stay below 30 % while duplicate paragraphs reach 50 %.
+    # A one-line paragraph appears three times between two ten-line paragraphs:
+    # 2 of 5 paragraphs are repeats (40 %) but only 2 of 23 lines (9 %).
     words = unique_words(40)
     repeated = "Short repeated paragraph."
     para_a = "\n".join(line(words[i:i + 2]) for i in range(0, 20, 2))

@@ -1,0 +1,109 @@
+"""exact_dedup: Bloom filter sizing and behaviour, document and paragraph modes, incremental runs."""
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from datacurate.stages.dedup_exact import BloomFilter, ExactDedup, bloom_size
+
+PROSE = [
+    "The council met on Tuesday to discuss the new budget for the city parks.",
+    "A storm moved across the valley late in the evening, and the river rose quickly.",
+    "Researchers reported that the new alloy kept its strength at high temperatures.",
+    "The museum opened a wing devoted to the history of printing in the region.",
+]
+
+
+def run(texts, **cfg):
+    table = pa.table({"id": [f"d{i}" for i in range(len(texts))], "text": texts})
+    out = ExactDedup(**cfg)(table)
+    return out["reject_reason"].to_pylist(), out
+
+
+def test_bloom_size_matches_formula():
+    bits, k = bloom_size(10_000_000, 1e-6)
+    assert 34 <= bits / 8 / 2**20 <= 35  # 287.6 Mbit = 34.3 MiB
+    assert k == 20
+
+
+def test_bloom_has_no_false_negatives_and_near_target_fp_rate():
+    rng = np.random.default_rng(0)
+    n, p = 20_000, 0.01
+    bits, k = bloom_size(n, p)
+    bf = BloomFilter(bits, k)
+    hi, lo = rng.integers(0, 2**63, n, dtype=np.uint64), rng.integers(0, 2**63, n, dtype=np.uint64)
+    bf.add(hi, lo)
+    assert bf.contains(hi, lo).all()
+    qh, ql = rng.integers(0, 2**63, 200_000, dtype=np.uint64), rng.integers(0, 2**63, 200_000, dtype=np.uint64)
+    fp = bf.contains(qh, ql).mean()
+    assert p / 3 < fp < p * 3
+
+
+def test_document_mode_drops_later_copies_only():
+    texts = PROSE + [PROSE[1], "  the COUNCIL met on Tuesday   to discuss the new budget for the city parks. ", PROSE[1]]
+    reasons, _ = run(texts)
+    assert reasons[:4] == [None] * 4
+    assert reasons[4:] == ["exact_dedup/duplicate"] * 3
+
+
+def test_normalisation_can_be_turned_off():
+    texts = [PROSE[0], PROSE[0].upper()]
+    assert run(texts, normalize=False)[0] == [None, None]
+    assert run(texts)[0] == [None, "exact_dedup/duplicate"]
+
+
+def test_priority_column_picks_the_survivor():
+    table = pa.table({"id": ["a", "b", "c"], "text": [PROSE[0]] * 3, "score": [0.2, 0.9, 0.5]})
+    out = ExactDedup(priority_column="score")(table)
+    assert out["reject_reason"].to_pylist() == ["exact_dedup/duplicate", None, "exact_dedup/duplicate"]
+
+
+def test_chunked_bloom_gives_same_survivors_as_one_chunk():
+    texts = [PROSE[i % 4] + (" extra" if i % 7 == 0 else "") for i in range(40)]
+    a, _ = run(texts, chunk=3, expected_items=1000)
+    b, _ = run(texts, chunk=100_000, expected_items=1000)
+    assert a == b
+    assert a.count(None) == len(set(t.lower() for t in texts))
+
+
+def test_paragraph_mode_removes_seen_lines_and_rejects_mostly_seen_documents():
+    texts = [
+        "\n".join(PROSE[:3]),
+        PROSE[3] + "\n" + PROSE[0],  # one of two lines seen: line removed, document kept
+        PROSE[1] + "\n\n" + PROSE[2],  # all seen: rejected
+    ]
+    reasons, out = run(texts, mode="paragraph", paragraph_threshold=0.8)
+    assert reasons == [None, None, "exact_dedup/paragraphs_seen"]
+    assert out["text"][1].as_py() == PROSE[3]
+    assert out["paragraphs_removed"].to_pylist() == [0, 1, 2]
+
+
+def test_incremental_dedup_against_a_saved_filter(tmp_path):
+    from datacurate.engine.global_ops import _ShardActor  # the actor class is a plain class too
+    from datacurate.stages import dedup_exact as ex
+
+    cfg = ex.ExactDedupConfig(expected_items=1000, num_shards=2)
+    stage = ex.ExactDedup(cfg)
+    bits, k = stage.filter_size()
+    first = pa.table({"text": PROSE[:2], "_ord": pa.array([0, 1], pa.int64())})
+    keys = ex.keys(first, cfg)
+    for s in range(2):
+        shard = _ShardActor(bits, k, None, s, 2)
+        sub = keys.filter(pa.compute.equal(keys["shard"], s))
+        if sub.num_rows:
+            shard.check_add(sub["hi"].to_numpy(), sub["lo"].to_numpy(), 10)
+        shard.save(str(tmp_path / f"shard-{s:04d}"))
+    ex.save_meta(str(tmp_path), cfg, bits, k)
+    reasons, _ = run([PROSE[1], PROSE[2], PROSE[2]], expected_items=1000, num_shards=2, load_filter=str(tmp_path))
+    assert reasons == ["exact_dedup/seen_before", None, "exact_dedup/duplicate"]
+
+
+def test_missing_saved_filter_is_a_clear_error(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no saved filter"):
+        run(PROSE, load_filter=str(tmp_path / "nope"))
+
+
+def test_empty_and_huge_texts():
+    huge = " ".join(PROSE) * 20_000  # ~6 MB
+    reasons, _ = run(["", "", huge, huge, "   "])
+    assert reasons == [None, "exact_dedup/duplicate", None, "exact_dedup/duplicate", "exact_dedup/duplicate"]

@@ -1,0 +1,126 @@
+"""Config loading: strict keys and types, one-line errors, --set overrides."""
+
+from pathlib import Path
+
+import pytest
+
+from datacurate.config import ConfigError, PipelineConfig, dump_config, load_config
+from datacurate.stages import HeuristicsConfig, LangIdConfig
+
+
+def base(**extra) -> dict:
+    stages = [{"langid": {"languages": ["en"]}}, "heuristics"]
+    return {"input": "data.jsonl", "output": "out", "stages": stages, **extra}
+
+
+def error(source, overrides=None, **kwargs) -> str:
+    with pytest.raises(ConfigError) as e:
+        load_config(source, overrides, **kwargs)
+    msg = str(e.value)
+    assert "\n" not in msg.strip()
+    return msg
+
+
+def test_loads_defaults_and_stage_configs():
+    cfg = load_config(base())
+    assert isinstance(cfg, PipelineConfig)
+    assert cfg.input.path == ["data.jsonl"] and cfg.output.path == "out"
+    assert [s.name for s in cfg.stages] == ["langid", "heuristics"]
+    assert isinstance(cfg.stages[0].config, LangIdConfig) and cfg.stages[0].config.languages == ["en"]
+    assert cfg.stages[1].config == HeuristicsConfig()
+
+
+def test_unknown_stage():
+    msg = error(base(stages=[{"langidd": {}}]))
+    assert "stages[0]" in msg and "unknown stage 'langidd'" in msg and "did you mean 'langid'" in msg
+
+
+def test_misspelt_keys_suggest_the_right_one():
+    msg = error(base(stages=[{"heuristics": {"gopher_quality": {"min_word": 20}}}]))
+    assert "stages[0].heuristics.gopher_quality" in msg and "'min_word'" in msg and "did you mean 'min_words'" in msg
+    assert "did you mean 'stages'" in error({"input": "x.jsonl", "stage": []})
+    assert "did you mean 'text_field'" in error(base(input={"path": "x", "txt_field": "body"}))
+    assert "did you mean 'languages'" in error(base(stages=[{"langid": {"language": ["en"]}}]))
+
+
+@pytest.mark.parametrize("stages, where, what", [
+    ([{"langid": {"min_score": "high"}}], "stages[0].langid.min_score", "expected a number"),
+    ([{"heuristics": {"gopher_quality": {"min_words": 2.5}}}], "min_words", "expected an integer"),
+    ([{"heuristics": {"c4": {"enabled": "maybe"}}}], "c4.enabled", "expected true/false"),
+    ([{"heuristics": {"fineweb": 3}}], "fineweb", "expected a mapping"),
+    ([{"langid": {"languages": {"en": 1}}}], "languages", "expected a list"),
+    ([{"langid": {"min_score": 1.5}}], "langid", "min_score must be within"),
+    ("langid", "stages", "expected a list"),
+])
+def test_wrong_types(stages, where, what):
+    msg = error(base(stages=stages))
+    assert where in msg and what in msg
+
+
+def test_wrong_input_types():
+    assert "input.format: 'csv' is not one of" in error(base(input={"path": "x", "format": "csv"}))
+    assert "input.batch_rows" in error(base(input={"path": "x", "batch_rows": "many"}))
+
+
+def test_missing_input():
+    assert "no input path" in error({"stages": ["langid"]})
+    assert "no input path" in error({"input": {"text_field": "body"}, "stages": ["langid"]})
+    # --input supplies it
+    assert load_config({"stages": ["langid"]}, input_path="d.jsonl").input.path == ["d.jsonl"]
+
+
+def test_set_overrides():
+    cfg = load_config(base(), [
+        "heuristics.gopher_quality.min_words=20",
+        "input.text_field=content",
+        "langid.languages=[en,de]",
+        "langid.min_score=0.5",
+        "output.path=elsewhere",
+        "ray.num_cpus=2",
+        "1.c4.enabled=false",
+    ])
+    assert cfg.stages[1].config.gopher_quality.min_words == 20
+    assert cfg.stages[1].config.c4.enabled is False
+    assert cfg.input.text_field == "content" and cfg.input.path == ["data.jsonl"]
+    assert cfg.stages[0].config.languages == ["en", "de"]
+    assert cfg.stages[0].config.min_score == 0.5
+    assert cfg.output.path == "elsewhere" and cfg.ray.num_cpus == 2
+
+
+def test_set_overrides_are_checked():
+    assert "did you mean 'min_words'" in error(base(), ["heuristics.gopher_quality.min_wrds=20"])
+    assert "no stage 'dedup'" in error(base(), ["dedup.threshold=0.8"])
+    assert "expected an integer" in error(base(), ["heuristics.gopher_quality.min_words=many"])
+    assert "KEY=VALUE" in error(base(), ["langid.min_score"])
+
+
+def test_command_line_paths_override_yaml(tmp_path):
+    cfg = load_config(base(), input_path=["a.jsonl", "b.parquet"], output_path=str(tmp_path), ray_address="auto")
+    assert cfg.input.path == ["a.jsonl", "b.parquet"] and cfg.output.path == str(tmp_path)
+    assert cfg.ray.address == "auto"
+
+
+def test_yaml_file_and_round_trip(tmp_path):
+    path = tmp_path / "p.yaml"
+    path.write_text("input: {path: data, text_field: body}\nstages:\n  - langid: {languages: [en]}\n  - heuristics\n")
+    cfg = load_config(path)
+    assert cfg.input.text_field == "body"
+    again = tmp_path / "resolved.yaml"
+    again.write_text(dump_config(cfg))
+    assert load_config(again) == cfg
+
+
+def test_invalid_yaml(tmp_path):
+    path = tmp_path / "bad.yaml"
+    path.write_text("input: data\nstages:\n  - langid: {languages: [en\n  - heuristics\n")
+    msg = error(path)
+    assert str(path) in msg and "invalid YAML" in msg and "line" in msg
+    path.write_text("- just\n- a list\n")
+    assert "top level must be a mapping" in error(path)
+    assert "not found" in error(tmp_path / "missing.yaml")
+
+
+@pytest.mark.parametrize("name", ["sample.yaml", "langid_only.yaml", "heuristics_only.yaml", "template.yaml"])
+def test_shipped_pipelines_load(name):
+    cfg = load_config(Path(__file__).resolve().parent.parent / "pipelines" / name)
+    assert cfg.stages and cfg.input.path

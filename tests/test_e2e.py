@@ -1,0 +1,173 @@
+"""End to end: pipelines/sample.yaml on sample_data/corpus through a real local Ray,
+checked against the output contract; and the Python API against the stages alone."""
+
+import gzip
+import json
+from collections import Counter
+from pathlib import Path
+
+import orjson
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import zstandard
+
+from datacurate import pipeline as api
+from datacurate.config import load_config
+from datacurate.engine import run_pipeline
+from datacurate.io import detect_format
+from datacurate.stages import STAGES, Heuristics, LangId
+
+REPO = Path(__file__).resolve().parent.parent
+CORPUS = REPO / "sample_data" / "corpus"
+SAMPLE_COLUMNS = {"id": pa.string(), "text": pa.large_string(), "domain": pa.string(), "source": pa.string(),
+                  "lang": pa.string(), "lang_score": pa.float32(), "c4_lines_removed": pa.int32()}
+
+
+def corpus_lines(path: Path) -> list[bytes]:
+    raw = path.read_bytes()
+    if path.name.endswith(".gz"):
+        raw = gzip.decompress(raw)
+    elif path.name.endswith(".zst"):
+        raw = zstandard.ZstdDecompressor().stream_reader(raw).read()
+    return [line for line in raw.split(b"\n") if line.strip()]
+
+
+@pytest.fixture(scope="module")
+def sample_run(ray_session, tmp_path_factory):
+    out = tmp_path_factory.mktemp("sample")
+    cfg = load_config(REPO / "pipelines" / "sample.yaml", ["ray.progress=false"],
+                      input_path=str(CORPUS), output_path=str(out))
+    return cfg, run_pipeline(cfg), out
+
+
+def test_sample_outputs(sample_run):
+    cfg, report, out = sample_run
+    kept_files = sorted((out / "kept").glob("part-*.parquet"))
+    rejected_files = sorted((out / "rejected").glob("part-*.parquet"))
+    assert kept_files and rejected_files
+    assert not list(out.rglob("*.tmp"))
+    # base columns, then each stage's annotations in stage order; rejected adds the reason
+    columns = {"id": pa.string(), "text": pa.large_string(), "domain": pa.string(), "source": pa.string()}
+    for spec in cfg.stages:
+        columns.update(STAGES[spec.name].columns)
+    assert SAMPLE_COLUMNS.items() <= columns.items()
+    for f in kept_files:
+        schema = pq.read_schema(f)
+        assert dict(zip(schema.names, schema.types)) == columns and schema.names == list(columns), f
+    for f in rejected_files:
+        assert pq.read_schema(f).names == list(columns) + ["reject_stage", "reject_reason"], f
+    kept = pq.read_table(out / "kept")
+    rejected = pq.read_table(out / "rejected")
+    assert rejected.column("reject_stage").null_count == 0
+    assert rejected.column("reject_reason").null_count == 0
+    assert kept.column("lang").null_count == 0 and kept.column("c4_lines_removed").null_count == 0
+
+    totals = report["totals"]
+    assert json.loads((out / "stats.json").read_text()) == report
+    assert totals["accounted"] and totals["read"] == totals["kept"] + totals["rejected"]
+    assert (totals["kept"], totals["rejected"]) == (kept.num_rows, rejected.num_rows)
+    assert 0 < kept.num_rows and 0 < rejected.num_rows
+
+    # every line of the corpus was read, and each is written exactly once
+    files = [p for p in CORPUS.rglob("*") if p.is_file() and detect_format(p.name, "auto")]
+    n_lines = sum(len(corpus_lines(p)) for p in files)
+    assert totals["read"] == n_lines
+    ids = kept.column("id").to_pylist() + rejected.column("id").to_pylist()
+    assert len(set(ids)) == len(ids) == n_lines
+    sources = {str(p.relative_to(CORPUS)) for p in files}
+    assert set(kept.column("source").to_pylist()) | set(rejected.column("source").to_pylist()) == sources
+
+
+def test_sample_stage_accounting(sample_run):
+    cfg, report, out = sample_run
+    stages = report["stages"]
+    assert list(stages) == ["input"] + [s.name for s in cfg.stages]
+    assert stages["input"]["in"] == report["totals"]["read"]
+    previous_kept = None
+    for name, st in stages.items():
+        assert st["in"] == st["kept"] + st["rejected_total"] == st["kept"] + sum(st["rejected"].values()), name
+        if previous_kept is not None:
+            assert st["in"] == previous_kept, name
+        previous_kept = st["kept"]
+    assert previous_kept == report["totals"]["kept"]
+    assert sum(st["rejected_total"] for st in stages.values()) == report["totals"]["rejected"]
+
+    rejected = pq.read_table(out / "rejected", columns=["reject_stage", "reject_reason"])
+    assert Counter(rejected.column("reject_reason").to_pylist()) == report["rejected_by_reason"]
+    by_stage = Counter(rejected.column("reject_stage").to_pylist())
+    assert dict(by_stage) == {n: st["rejected_total"] for n, st in stages.items() if st["rejected_total"]}
+    assert set(by_stage) <= set(stages)
+    assert all("/" in reason for reason in report["rejected_by_reason"])  # namespaced reasons
+    # the sample keeps every language (languages: null) and annotates all of them
+    assert stages["langid"]["rejected_total"] == 0
+    assert sum(stages["langid"]["metrics"]["lang"].values()) == stages["langid"]["in"]
+    assert len(stages["langid"]["metrics"]["lang"]) > 5
+
+
+def test_sample_config_saved(sample_run):
+    cfg, _, out = sample_run
+    again = load_config(out / "config.yaml")
+    assert again == cfg
+
+
+# ----------------------------------------------------------------------------- Python API
+
+
+@pytest.fixture(scope="module")
+def small_corpus(tmp_path_factory):
+    """The first 25 readable documents of each plain JSONL file of the sample corpus,
+    as (path, [(id, text)]): ids missing in a record are derived as the reader does."""
+    path = tmp_path_factory.mktemp("small") / "small.jsonl"
+    lines = []
+    for p in sorted(CORPUS.glob("*.jsonl")):
+        good = []
+        for line in corpus_lines(p):
+            try:
+                rec = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                continue
+            if isinstance(rec, dict) and isinstance(rec.get("text"), str):
+                good.append(line)
+        lines += good[:25]
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    records = []
+    for i, line in enumerate(lines, start=1):
+        rec = orjson.loads(line)
+        records.append((str(rec["id"]) if rec.get("id") is not None else f"small.jsonl:{i}", rec["text"]))
+    return path, records
+
+
+def test_python_api_matches_stages(ray_session, small_corpus, tmp_path):
+    path, records = small_corpus
+    langid, heuristics = LangId(languages=["en"]), Heuristics()
+    report = api.Pipeline([langid, heuristics], ray={"progress": False}).run(str(path), str(tmp_path))
+    assert report["totals"]["accounted"] and report["totals"]["read"] == len(records)
+
+    # the stages called directly, by hand: langid on everything, heuristics on what it kept
+    table = pa.table({"id": [i for i, _ in records], "text": pa.array([t for _, t in records], pa.large_string())})
+    after_lang = langid(table)
+    lang_reason = after_lang.column("reject_reason").to_pylist()
+    alive = pa.array([r is None for r in lang_reason])
+    after_heur = heuristics(after_lang.filter(alive))
+    direct = dict(zip(table.column("id").to_pylist(), lang_reason))
+    direct.update(zip(after_heur.column("id").to_pylist(), after_heur.column("reject_reason").to_pylist()))
+    direct_text = dict(zip(after_heur.column("id").to_pylist(), after_heur.column("text").to_pylist()))
+    assert set(direct.values()) - {None}, "the sample should reject something"
+
+    # Pipeline.run (through Ray)
+    kept = pq.read_table(tmp_path / "kept")
+    rejected = pq.read_table(tmp_path / "rejected")
+    ran = {i: None for i in kept.column("id").to_pylist()}
+    ran.update(zip(rejected.column("id").to_pylist(), rejected.column("reject_reason").to_pylist()))
+    assert ran == direct
+    assert dict(zip(kept.column("id").to_pylist(), kept.column("text").to_pylist())) == {
+        i: t for i, t in direct_text.items() if direct[i] is None}
+
+    # Pipeline.apply (one batch, no Ray)
+    applied = api.Pipeline([langid, heuristics]).apply(table)
+    assert dict(zip(applied.column("id").to_pylist(), applied.column("reject_reason").to_pylist())) == direct
+    assert applied.column("id").to_pylist() == table.column("id").to_pylist()  # row order kept
+    stage_of = {i: s for i, s in zip(applied.column("id").to_pylist(), applied.column("reject_stage").to_pylist())}
+    assert all((stage_of[i] is None) == (r is None) for i, r in direct.items())
+    assert all(stage_of[i] == "langid" for i, r in direct.items() if r and r.startswith("langid/"))

@@ -1,0 +1,185 @@
+"""Readers: formats, path expansion, derived ids, read-task splitting, bad records."""
+
+import pyarrow as pa
+import pytest
+
+from datacurate.config import InputConfig
+from datacurate.io import InputError, plan_reads, read_task
+from datacurate.schema import REJECT_REASON, REJECT_STAGE
+
+DOCS = [
+    {"id": "a", "text": "First document.", "domain": "news"},
+    {"text": "Second document, no id."},
+    {"id": 7, "text": "Third document, integer id.", "domain": "web"},
+]
+
+
+def read_all(paths, **options) -> tuple[pa.Table, list, dict]:
+    """Plan and read every task; return (all rows, the tasks, file counters)."""
+    cfg = InputConfig(path=[str(p) for p in (paths if isinstance(paths, list) else [paths])], **options)
+    tasks = plan_reads(cfg)
+    counters: dict = {}
+    tables = [t for task in tasks for t in read_task(task.to_dict(), cfg, counters)]
+    table = pa.concat_tables(tables) if tables else pa.table({})
+    return table, tasks, counters
+
+
+def rows(table: pa.Table) -> list[tuple]:
+    return list(zip(*(table.column(c).to_pylist() for c in ("id", "text", "domain", "source", REJECT_REASON))))
+
+
+@pytest.mark.parametrize("name", ["docs.jsonl", "docs.jsonl.gz", "docs.jsonl.zst"])
+def test_read_jsonl_formats(write_jsonl, name):
+    table, tasks, _ = read_all(write_jsonl(name, DOCS))
+    assert len(tasks) == 1 and tasks[0].fmt == "jsonl"
+    assert rows(table) == [
+        ("a", "First document.", "news", name, None),
+        (f"{name}:2", "Second document, no id.", "unknown", name, None),
+        ("7", "Third document, integer id.", "web", name, None),
+    ]
+    assert table.schema.field("text").type == pa.large_string()
+    assert table.column(REJECT_STAGE).null_count == 3
+
+
+def test_read_parquet(write_parquet):
+    path = write_parquet("docs.parquet", {"id": ["a", None, "c"], "text": ["one", "two", "three"]}, row_group_size=2)
+    table, tasks, _ = read_all(path)
+    assert [(t.start, t.end, t.first_line) for t in tasks] == [(0, 1, 0), (1, 2, 2)]  # one task per row group
+    # a missing id becomes <source>:<row>, rows counted from 0 across row groups
+    assert rows(table) == [("a", "one", "unknown", "docs.parquet", None),
+                           ("docs.parquet:1", "two", "unknown", "docs.parquet", None),
+                           ("c", "three", "unknown", "docs.parquet", None)]
+
+
+def test_directories_recurse_and_globs(write_jsonl, write_parquet, tmp_path):
+    write_jsonl("data/a.jsonl", DOCS[:1])
+    write_jsonl("data/sub/b.jsonl.gz", DOCS[1:2])
+    write_parquet("data/sub/c.parquet", {"text": ["from parquet"]})
+    (tmp_path / "data" / "README.md").write_text("not data")
+    table, _, _ = read_all(tmp_path / "data")
+    assert sorted(table.column("source").to_pylist()) == ["a.jsonl", "sub/b.jsonl.gz", "sub/c.parquet"]
+    assert table.num_rows == 3
+
+    globbed, _, _ = read_all(f"{tmp_path}/data/**/*.json*")  # README.md is not swept up
+    assert sorted(globbed.column("source").to_pylist()) == ["a.jsonl", "sub/b.jsonl.gz"]
+    assert set(globbed.column("id").to_pylist()) == {"a", "sub/b.jsonl.gz:1"}
+
+
+def test_derived_ids_count_blank_lines_and_are_stable(write_jsonl):
+    path = write_jsonl("d.jsonl", [{"text": "one"}, b"", b"   ", {"text": "four"}, {"id": "x", "text": "five"}])
+    first, _, counters = read_all(path)
+    again, _, _ = read_all(path)
+    assert first.column("id").to_pylist() == ["d.jsonl:1", "d.jsonl:4", "x"]
+    assert again.column("id").to_pylist() == first.column("id").to_pylist()
+    assert counters["blank_lines"] == 2
+
+
+def test_big_jsonl_split_into_read_tasks(write_jsonl):
+    records = []
+    for i in range(300):
+        if i % 37 == 5:
+            records.append(b"")  # blank lines shift line numbers across chunk borders
+        rec = {"text": f"Document number {i} " + "x" * (i % 50)}
+        if i % 3 == 0:
+            rec["id"] = f"doc-{i}"
+        records.append(rec)
+    path = write_jsonl("big.jsonl", records)
+    one, one_tasks, _ = read_all(path)
+    many, many_tasks, _ = read_all(path, chunk_bytes=1000, batch_rows=16)
+    assert len(one_tasks) == 1 and len(many_tasks) > 10
+    assert [(t.start, t.end) for t in many_tasks] == sorted((t.start, t.end) for t in many_tasks)
+    assert many_tasks[0].start == 0 and many_tasks[-1].end == path.stat().st_size
+    assert all(a.end == b.start for a, b in zip(many_tasks, many_tasks[1:]))
+    assert rows(many) == rows(one)
+    assert one.num_rows == 300 and len(set(one.column("id").to_pylist())) == 300
+
+
+def test_field_options(write_jsonl):
+    path = write_jsonl("f.jsonl", [{"doc_id": "d1", "content": "hello there", "site": "blog", "text": "ignored"},
+                                   {"content": "no id", "text": "ignored"}])
+    table, _, _ = read_all(path, text_field="content", id_field="doc_id", domain_field="site", default_domain="misc")
+    assert rows(table) == [("d1", "hello there", "blog", "f.jsonl", None),
+                           ("f.jsonl:2", "no id", "misc", "f.jsonl", None)]
+
+
+@pytest.mark.parametrize("spec", ["missing.jsonl", "nodir/", "*.nothing"])
+def test_nonexistent_input(tmp_path, spec):
+    with pytest.raises(InputError):
+        plan_reads(InputConfig(path=[str(tmp_path / spec)]))
+
+
+def test_unknown_extension_and_unreadable_parquet(tmp_path):
+    (tmp_path / "data.txt").write_text("hello\n")
+    with pytest.raises(InputError, match="format"):
+        plan_reads(InputConfig(path=[str(tmp_path / "data.txt")]))
+    (tmp_path / "bad.parquet").write_bytes(b"not parquet at all")
+    with pytest.raises(InputError, match="Parquet"):
+        plan_reads(InputConfig(path=[str(tmp_path / "bad.parquet")]))
+
+
+def test_jsonl_bad_records(write_jsonl):
+    path = write_jsonl("bad.jsonl", [
+        {"id": "ok", "text": "fine"},
+        b'{"id": "broken", "text": ',
+        b'{"id": "latin1", "text": "caf\xe9"}',
+        {"id": "missing"},
+        {"id": "null", "text": None},
+        {"id": "int", "text": 42},
+        {"id": "list", "text": ["a", "b"]},
+        {"id": "dict", "text": {"a": 1}},
+        b'["an", "array"]',
+        b'"a string"',
+        {"id": "big", "text": "x" * 101},
+    ])
+    table, _, _ = read_all(path, max_doc_chars=100)
+    got = dict(zip(table.column("id").to_pylist(), table.column(REJECT_REASON).to_pylist()))
+    assert got == {
+        "ok": None,
+        "bad.jsonl:2": "input/malformed_json",
+        "bad.jsonl:3": "input/invalid_utf8",
+        "missing": "input/missing_text",
+        "null": "input/null_text",
+        "int": "input/non_string_text",
+        "list": "input/non_string_text",
+        "dict": "input/non_string_text",
+        "bad.jsonl:9": "input/not_an_object",
+        "bad.jsonl:10": "input/not_an_object",
+        "big": "input/doc_too_large",
+    }
+    stages = table.column(REJECT_STAGE).to_pylist()
+    assert stages == [None] + ["input"] * 10
+    # the raw text of a rejected record is kept for inspection
+    assert table.column("text").to_pylist()[5] == "42"
+
+
+def test_invalid_utf8_replace(write_jsonl):
+    path = write_jsonl("r.jsonl", [b'{"id": "latin1", "text": "caf\xe9"}'])
+    table, _, _ = read_all(path, invalid_utf8="replace")
+    assert rows(table) == [("latin1", "caf\ufffd", "unknown", "r.jsonl", None)]
+
+
+def test_parquet_bad_text_columns(write_parquet):
+    no_text = write_parquet("no_text.parquet", {"id": ["a", "b"], "body": ["x", "y"]})
+    table, _, _ = read_all(no_text)
+    assert table.column(REJECT_REASON).to_pylist() == ["input/missing_text"] * 2
+
+    nulls = write_parquet("nulls.parquet", {"text": pa.array(["fine", None], pa.string())})
+    table, _, _ = read_all(nulls)
+    assert table.column(REJECT_REASON).to_pylist() == [None, "input/null_text"]
+    assert table.column("id").to_pylist() == ["nulls.parquet:0", "nulls.parquet:1"]
+
+    ints = write_parquet("ints.parquet", {"text": pa.array([1, None, 3], pa.int64())})
+    table, _, _ = read_all(ints)
+    assert table.column(REJECT_REASON).to_pylist() == ["input/non_string_text", "input/null_text",
+                                                       "input/non_string_text"]
+    assert table.column(REJECT_STAGE).to_pylist() == ["input"] * 3
+
+    large = write_parquet("large.parquet", {"text": pa.array(["big text"], pa.large_string())})
+    table, _, _ = read_all(large)
+    assert table.column(REJECT_REASON).to_pylist() == [None]
+
+
+def test_empty_file_counted(write_jsonl):
+    table, tasks, counters = read_all(write_jsonl("empty.jsonl", []))
+    assert len(tasks) == 1 and table.num_rows == 0
+    assert counters == {"empty_files": 1}
