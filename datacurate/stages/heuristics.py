@@ -41,7 +41,8 @@ GOPHER_STOP_WORDS = ["the", "be", "to", "of", "and", "that", "have", "with"]
 BULLETS = "•‣●○▪◦∙·*-–"
 C4_POLICY = ["terms of use", "privacy policy", "cookie policy", "uses cookies", "use of cookies", "use cookies"]
 TERMINAL_RE = r'[.!?"]$'  # C4: a line must end in terminal punctuation
-FINEWEB_STOP_RE = "[.!?\"'\u201d\u2019\u3002\uff01\uff1f\u2026]$"
+# terminal punctuation only (as datatrove's FineWeb filter): a closing quote alone is not an end
+FINEWEB_STOP_RE = "[.!?\u2026\u3002\uff01\uff1f\u061f\u0964\u0965]$"
 
 
 @dataclass
@@ -57,6 +58,9 @@ class GopherQualityConfig:
     min_alpha_words_ratio: float = 0.8
     min_stop_words: int = 2
     stop_words: list[str] = field(default_factory=lambda: list(GOPHER_STOP_WORDS))
+    # not in Gopher (0 = off): stop words per word, as RedPajama-v2's stop-word fraction signal;
+    # 0.06 rejects keyword lists with a prose head while edited prose sits at >= 0.1 (benchmarks/)
+    min_stop_word_ratio: float = 0.0
 
 
 @dataclass
@@ -150,6 +154,7 @@ def gopher_quality(texts: pa.Array, words: ts.Pieces, word_len: np.ndarray, cfg:
         ("gopher/ellipsis_lines", ts.ratio(lines.per_doc(ellipsis_end), lines.counts) > cfg.max_ellipsis_lines_ratio),
         ("gopher/alpha_words", ts.ratio(words.per_doc(alpha), n_words, empty=1.0) < cfg.min_alpha_words_ratio),
         ("gopher/stop_words", words.per_doc(stop) < cfg.min_stop_words),
+        ("gopher/stop_word_ratio", ts.ratio(words.per_doc(stop), n_words) < cfg.min_stop_word_ratio),
     ]
 
 
@@ -192,7 +197,8 @@ def fineweb_rules(texts: pa.Array, n_words: np.ndarray, cfg: FineWebConfig) -> l
     short = lines.lengths() <= cfg.short_line_length
     _, dup_chars = ts.duplicate_stats(lines)
     chars_no_nl = np.asarray(pc.utf8_length(texts), dtype=np.float64) - np.asarray(pc.count_substring(texts, "\n"))
-    newlines = np.asarray(pc.count_substring(texts, "\n"), dtype=np.float64)
+    # runs of newlines count once: paragraph breaks are not list items
+    newlines = np.asarray(pc.count_substring_regex(texts, r"\n+"), dtype=np.float64)
     return [
         ("fineweb/empty", lines.counts == 0),
         ("fineweb/line_punct_ratio", ts.ratio(lines.per_doc(ends), lines.counts) < cfg.min_line_punct_ratio),

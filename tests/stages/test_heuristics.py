@@ -136,6 +136,13 @@ def test_gopher_stop_words():
     assert_rule(only("gopher_quality"), no_stop, "gopher/stop_words")
 
 
+def test_gopher_stop_word_ratio_is_off_by_default_and_catches_keyword_lists():
+    spam = PROSE.split("\n\n")[0] + "\n\n" + ", ".join(
+        f"best {a} {b}" for a, b in zip(unique_words(120, start=0), unique_words(120, start=500)))
+    assert reasons(only("gopher_quality"), spam) == [None]
+    assert_rule(only("gopher_quality", min_stop_word_ratio=0.06), spam, "gopher/stop_word_ratio")
+
+
 # ----------------------------------------------------------------------------- Gopher repetition
 
 
