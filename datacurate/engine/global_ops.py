@@ -229,12 +229,26 @@ def _fold(ds) -> tuple[int, int]:
     return total, n
 
 
+def _local_components(batch: pa.Table) -> pa.Table:
+    from datacurate.stages import dedup_near as dn
+
+    nodes, roots = dn.components(batch["u"].to_numpy(), batch["v"].to_numpy())
+    star = nodes != roots
+    return pa.table({"u": pa.array(roots[star], pa.int64()), "v": pa.array(nodes[star], pa.int64())})
+
+
 def _members(batch: pa.Table) -> pa.Table:
     import numpy as np
 
     u, v = batch["u"].to_numpy(), batch["v"].to_numpy()
     lo, hi = np.minimum(u, v), np.maximum(u, v)
     return pa.table({"node": np.concatenate([hi, lo]), "root": np.concatenate([lo, lo])})
+
+
+def _root_partition(batch: pa.Table, parts: int) -> pa.Table:
+    import numpy as np
+
+    return batch.append_column("p", pa.array((batch["root"].to_numpy() % parts).astype(np.int32)))
 
 
 def _survivors(group: pa.Table) -> pa.Table:
@@ -258,7 +272,7 @@ def _survivors(group: pa.Table) -> pa.Table:
     reason = pa.compute.binary_join_element_wise(pa.scalar("near_dedup/dup_of:"), surv_id.cast(pa.string()), "")
     reason = pa.compute.if_else(pa.array(head), pa.scalar(None, pa.string()), reason)
     return pa.table({ORD: pa.array(node, pa.int64()), "reject_reason": reason,
-                     "cluster_id": pa.array(root, pa.int64()), "cluster_size": pa.array(np.bincount(seg)[seg], pa.int32()),
+                     "cluster_id": surv_id.cast(pa.string()), "cluster_size": pa.array(np.bincount(seg)[seg], pa.int32()),
                      WPART: wpart})
 
 
@@ -301,33 +315,37 @@ def run_near_dedup(spec: StageSpec, cfg: PipelineConfig, seg_index: int) -> dict
         edges = joined.map_batches(_near_verify, batch_format="pyarrow", fn_kwargs={"threshold": verify_thr}).materialize()
     metrics["verified_pairs"] = edges.count()
     rounds = 0
-    if metrics["verified_pairs"]:
+    if metrics["verified_pairs"] and metrics["verified_pairs"] <= c.max_local_edges:
+        # small graph: one task (not the driver) runs union-find and emits (root, member) stars
+        edges = edges.repartition(1).map_batches(_local_components, batch_format="pyarrow",
+                                                 batch_size=None).materialize()
+    elif metrics["verified_pairs"]:
         prev = _fold(edges)
         while True:
             rounds += 1
             for kind in ("large", "small"):
                 edges = (edges.map_batches(_star_map, batch_format="pyarrow", fn_kwargs={"kind": kind, "parts": parts})
-                         .groupby("p", num_partitions=parts).map_groups(_star, batch_format="pyarrow", fn_kwargs={"kind": kind})
+                         .groupby("p", num_partitions=parts)
+                         .map_groups(_star, batch_format="pyarrow", fn_kwargs={"kind": kind})
                          .materialize())
             cur = _fold(edges)
             if cur == prev or rounds >= 64:
                 break
             prev = cur
-        # converged: stars, each edge joins a member to its component's minimum (the root)
+    if metrics["verified_pairs"]:
+        # stars: each edge joins a member to its component's minimum (the root)
         members = edges.map_batches(_members, batch_format="pyarrow")
         attrs = sigs.select_columns([ORD, "prio", "id", WPART]).rename_columns({ORD: "node"})
-        clustered = members.join(attrs, "inner", parts, on=("node",))
-        clustered = clustered.map_batches(
-            lambda b: b.append_column("p", pa.array((b["root"].to_numpy() % parts).astype(np.int32))),
-            batch_format="pyarrow")
+        clustered = members.join(attrs, "inner", parts, on=("node",)).map_batches(
+            _root_partition, batch_format="pyarrow", fn_kwargs={"parts": parts})
         decisions = clustered.groupby("p", num_partitions=parts).map_groups(_survivors, batch_format="pyarrow")
         out_dir = decisions_dir(cfg.output.path, seg_index)
-        written = decisions.groupby(WPART, num_partitions=_parts_for(files)).map_groups(_near_write, batch_format="pyarrow",
-                                                      fn_kwargs={"out_dir": out_dir, "compression": cfg.output.compression})
+        written = decisions.groupby(WPART, num_partitions=_parts_for(files)).map_groups(
+            _near_write, batch_format="pyarrow", fn_kwargs={"out_dir": out_dir, "compression": cfg.output.compression})
         res = list(written.iter_rows())
         metrics["clustered_documents"] = int(sum(r["n"] for r in res))
         metrics["duplicates"] = int(sum(r["n"] - r["rejected"] for r in res))
-    metrics["component_rounds"] = rounds
+    metrics["component_rounds"] = rounds  # 0: components found in one task
     return metrics
 
 

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from collections import Counter
 
-from datacurate.stages.base import value_counts as count_reasons  # noqa: F401 - re-exported
+from datacurate.stages.base import value_counts
+
+
+def count_reasons(reasons) -> dict:
+    """Rejections by rule (the detail after ':' in a reason, e.g. a survivor id, is dropped)."""
+    return value_counts(reasons, strip_detail=True)
 
 
 def merge(into: dict, other: dict) -> dict:

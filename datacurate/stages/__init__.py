@@ -2,9 +2,10 @@
 
 from datacurate.stages.base import GlobalStage, Stage
 from datacurate.stages.dedup_exact import ExactDedup, ExactDedupConfig
+from datacurate.stages.dedup_near import NearDedup, NearDedupConfig
 from datacurate.stages.heuristics import Heuristics, HeuristicsConfig
 from datacurate.stages.langid import LangId, LangIdConfig
 
-STAGES: dict[str, type[Stage]] = {cls.name: cls for cls in (LangId, Heuristics, ExactDedup)}
+STAGES: dict[str, type[Stage]] = {cls.name: cls for cls in (LangId, Heuristics, ExactDedup, NearDedup)}
 
-__all__ = ["STAGES", "Stage", "GlobalStage", "ExactDedup", "ExactDedupConfig", "LangId", "LangIdConfig", "Heuristics", "HeuristicsConfig"]
+__all__ = ["STAGES", "Stage", "GlobalStage", "ExactDedup", "ExactDedupConfig", "NearDedup", "NearDedupConfig", "LangId", "LangIdConfig", "Heuristics", "HeuristicsConfig"]

@@ -1,0 +1,329 @@
+"""Near-duplicate detection core: MinHash signatures, LSH banding, connected components.
+
+Plain functions over NumPy / Arrow batches (no Ray, no Python loop per document or
+shingle); the engine runs them as the phases
+``signatures -> band_keys -> bucket_edges -> verify -> star steps -> survivors``.
+
+* **MinHash** signatures (Broder 1997) of word ``ngram``-shingles: ``minhash.py``
+  (re-exported here as ``normalize`` and ``signatures``); the estimate of Jaccard has
+  standard error sqrt(J(1-J)/num_perm), 0.035 at J = 0.8 with 128 permutations.
+* **Banding** (Leskovec, Rajaraman & Ullman, *Mining of Massive Datasets*, ch. 3.4):
+  b bands of r rows; two documents become candidates if any band is equal, with
+  probability S(s) = 1 - (1 - s^r)^b. ``optimal_params`` minimises the weighted
+  false-positive and false-negative areas under S, as datasketch's ``_optimal_param``
+  (same results). At threshold 0.8, 128 permutations that is (9, 13): S(0.8) = 0.40,
+  S(0.85) = 0.69, too few candidates for high recall. With signature verification
+  (default) LSH is only a pre-filter, so banding is optimised for threshold - 0.15:
+  (16, 8), S(0.5) = 0.061, S(0.7) = 0.61, S(0.85) = 0.9938, S(0.9) = 0.9999.
+* **Verification** keeps a candidate pair when its estimated Jaccard >= threshold - 2
+  standard errors (0.729 at 0.8 / 128): a pair passes with probability 0.972 at J = 0.8,
+  0.9998 at 0.85, 0.23 at 0.7 and 5e-8 at 0.5. A cut-off at the threshold itself would
+  lose 6 % of the pairs at J = 0.85. On the test corpus (2,000 documents, copies at
+  0-30 % word edits) this catches 99.8-100 % of pairs with J >= 0.85 and merges none
+  <= 0.5; datasketch-style (9, 13) without verification catches 95-97 %.
+* **Clusters**: connected components of the verified edges by alternating large- and
+  small-star operations (Kiveris et al. 2014, "Connected Components in MapReduce and
+  Beyond"), each a reduce per node that the engine runs partitioned by node; they
+  converge in O(log^2 n) rounds to stars around the smallest node of each component.
+
+Trade-off: signatures and bands are a few hundred bytes per document and every step
+is a sort or a reduce, so nothing needs the whole corpus in one process; the price is
+that bucket edges are stars around each bucket's smallest node, so a candidate pair
+whose only common bucket is led by a false positive is found only through another band.
+
+Empty documents (no words after normalisation) get an all-0xFFFFFFFF signature; they
+would collide with each other in every band, so they are never duplicates here
+(``clusters`` skips them; exact dedup handles them).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Literal, Optional
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from datacurate.schema import ID, ORD, REJECT_REASON, TEXT
+from datacurate.stages.base import GlobalStage
+from datacurate.stages.minhash import MAX_NGRAM, normalize, signatures
+from datacurate.stages.textstats import mix
+
+__all__ = [
+    "NearDedupConfig", "normalize", "signatures", "optimal_params", "s_curve", "band_keys", "bucket_edges",
+    "unique_edges", "estimated_jaccard", "star_map", "star_step", "components", "survivors", "clusters",
+]
+
+
+@dataclass
+class NearDedupConfig:
+    num_perm: int = 128  # MinHash permutations
+    ngram: int = 5  # word n-gram shingles
+    threshold: float = 0.8  # target Jaccard: pairs at or above it are merged (>= 97 % at 128 perms)
+    bands: Optional[int] = None  # None: chosen from threshold (optimal_params, see banding())
+    rows: Optional[int] = None
+    false_positive_weight: float = 0.5
+    false_negative_weight: float = 0.5
+    seed: int = 1
+    verify: Literal["none", "signature"] = "signature"  # drop candidate pairs whose estimated Jaccard < verify cut-off
+    verify_threshold: Optional[float] = None  # None: threshold - 2 standard errors of the estimate (verify_cutoff())
+    priority: Literal["first", "longest", "column"] = "first"  # survivor per cluster
+    priority_column: Optional[str] = None  # priority "column": highest value survives
+    num_partitions: int = 16  # coarse partitions for the engine's groupby steps
+    # connected components of at most this many verified pairs run in one Ray task
+    # (vectorised union-find); larger graphs run distributed large/small-star rounds
+    max_local_edges: int = 20_000_000
+
+    def validate(self) -> None:
+        if self.num_perm < 1 or self.num_partitions < 1:
+            raise ValueError("num_perm and num_partitions must be positive")
+        if not 1 <= self.ngram <= MAX_NGRAM:
+            raise ValueError(f"ngram must be within 1..{MAX_NGRAM}")
+        if not 0 < self.threshold < 1:
+            raise ValueError("threshold must be within (0, 1)")
+        if (self.bands is None) != (self.rows is None):
+            raise ValueError("set both bands and rows, or neither")
+        if self.bands is not None and (self.bands < 1 or self.rows < 1 or self.bands * self.rows > self.num_perm):
+            raise ValueError(f"bands * rows must be within 1..num_perm ({self.num_perm})")
+        if self.false_positive_weight < 0 or self.false_negative_weight < 0 or \
+                self.false_positive_weight + self.false_negative_weight <= 0:
+            raise ValueError("false_positive_weight and false_negative_weight must be >= 0, not both 0")
+        if self.verify not in ("none", "signature"):
+            raise ValueError("verify must be 'none' or 'signature'")
+        if self.verify_threshold is not None and not 0 < self.verify_threshold <= 1:
+            raise ValueError("verify_threshold must be within (0, 1]")
+        if self.priority not in ("first", "longest", "column"):
+            raise ValueError("priority must be 'first', 'longest' or 'column'")
+        if (self.priority == "column") != (self.priority_column is not None):
+            raise ValueError("priority 'column' needs priority_column, and priority_column needs priority 'column'")
+
+    def banding(self) -> tuple[int, int]:
+        """(bands, rows): as given, else optimal_params at threshold (without verification)
+        or at threshold - 0.15 (with verification: a high-recall pre-filter)."""
+        if self.bands is not None:
+            return self.bands, self.rows
+        t = self.threshold if self.verify == "none" else max(self.threshold - 0.15, 0.05)
+        return optimal_params(t, self.num_perm, self.false_positive_weight, self.false_negative_weight)
+
+    def verify_cutoff(self) -> float:
+        """Estimated Jaccard below which a candidate pair is dropped."""
+        if self.verify_threshold is not None:
+            return self.verify_threshold
+        t = self.threshold
+        return t - 2 * math.sqrt(t * (1 - t) / self.num_perm)
+
+
+def band_keys(sigs: np.ndarray, bands: int, rows: int) -> np.ndarray:
+    """(N, bands) uint64 bucket keys: a hash of each band's rows in the low bits and the
+    band index in the top bits, so keys of different bands never collide."""
+    if bands * rows > sigs.shape[1]:
+        raise ValueError(f"bands * rows = {bands * rows} > num_perm = {sigs.shape[1]}")
+    band_bits = max(1, int(math.ceil(math.log2(bands))))
+    v = sigs[:, : bands * rows].reshape(len(sigs), bands, rows).astype(np.uint64)  # (N, b, r)
+    h = np.broadcast_to(np.arange(bands, dtype=np.uint64), (len(sigs), bands)).copy()
+    for j in range(rows):
+        h = mix(h, v[:, :, j])
+    return (h >> np.uint64(band_bits)) | (np.arange(bands, dtype=np.uint64) << np.uint64(64 - band_bits))
+
+
+def bucket_edges(keys: np.ndarray, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Star edges (u = smallest node of a bucket, v = each other node), u < v, unique.
+
+    ``keys`` and ``nodes`` are flat and parallel and hold every row of each key they
+    contain (the engine partitions by key).
+    """
+    keys, nodes = np.asarray(keys, dtype=np.uint64), np.asarray(nodes, dtype=np.int64)
+    order = np.lexsort((nodes, keys))
+    k, n = keys[order], nodes[order]
+    first = np.concatenate([[True], k[1:] != k[:-1]]) if len(k) else np.zeros(0, bool)
+    root = n[first][np.cumsum(first) - 1]  # smallest node of each row's bucket
+    keep = n != root
+    return unique_edges(root[keep], n[keep])
+
+
+def unique_edges(u: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct (u, v) pairs, sorted by u then v (e.g. to merge partitions' outputs)."""
+    if len(u) == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    order = np.lexsort((v, u))
+    u, v = u[order], v[order]
+    new = np.concatenate([[True], (u[1:] != u[:-1]) | (v[1:] != v[:-1])])
+    return u[new], v[new]
+
+
+def estimated_jaccard(sig_u: np.ndarray, sig_v: np.ndarray) -> np.ndarray:
+    """Row-wise fraction of equal MinHash values (an unbiased Jaccard estimate)."""
+    return np.mean(sig_u == sig_v, axis=1)
+
+
+def star_map(u: np.ndarray, v: np.ndarray, kind: Literal["large", "small"]) -> tuple[np.ndarray, np.ndarray]:
+    """Map side of a star operation: (key node, neighbour) pairs to partition by key.
+
+    Large-star sends each edge both ways; small-star sends it to its larger end.
+    """
+    u, v = np.asarray(u, dtype=np.int64), np.asarray(v, dtype=np.int64)
+    if kind == "large":
+        return np.concatenate([u, v]), np.concatenate([v, u])
+    if kind == "small":
+        return np.maximum(u, v), np.minimum(u, v)
+    raise ValueError(f"kind must be 'large' or 'small', not {kind!r}")
+
+
+def star_step(u: np.ndarray, v: np.ndarray, kind: Literal["large", "small"]) -> tuple[np.ndarray, np.ndarray]:
+    """Reduce side of one large- or small-star operation (Kiveris et al. 2014).
+
+    Input: (key node u, neighbour v) pairs from ``star_map``, with every pair of each
+    key present. For each key u with m = min(u, neighbours):
+    * large-star links every neighbour v > u to m;
+    * small-star links u and every neighbour v < u to m.
+    Output: unique undirected edges (min, max) without self-loops. Iterating
+    large, small, large, ... until the edge set stops changing leaves every edge as
+    (root, node) with root the smallest node of its component.
+    """
+    u, v = np.asarray(u, dtype=np.int64), np.asarray(v, dtype=np.int64)
+    if kind == "small":
+        keep = v <= u
+        u, v = u[keep], v[keep]
+    elif kind != "large":
+        raise ValueError(f"kind must be 'large' or 'small', not {kind!r}")
+    if len(u) == 0:
+        return unique_edges(u, v)
+    order = np.argsort(u, kind="stable")
+    u, v = u[order], v[order]
+    start = np.flatnonzero(np.concatenate([[True], u[1:] != u[:-1]]))
+    m = np.minimum(np.minimum.reduceat(v, start), u[start])  # (keys,)
+    m_row = np.repeat(m, np.diff(np.append(start, len(u))))
+    if kind == "large":
+        sel = v > u
+        a, b = v[sel], m_row[sel]
+    else:
+        a, b = np.concatenate([v, u[start]]), np.concatenate([m_row, m])
+    keep = a != b
+    return unique_edges(np.minimum(a, b)[keep], np.maximum(a, b)[keep])
+
+
+def components(u: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(nodes, root = smallest node of its component) for every node of the edges.
+
+    Single-process reference: vectorised union-find (hook each edge's larger root onto
+    the smaller with np.minimum.at, then pointer-jump until flat).
+    """
+    u, v = np.asarray(u, dtype=np.int64), np.asarray(v, dtype=np.int64)
+    nodes, inv = np.unique(np.concatenate([u, v]), return_inverse=True)
+    iu, iv = inv[: len(u)], inv[len(u) :]
+    parent = np.arange(len(nodes))  # indices follow node order, so min index = min node
+    while True:
+        pu, pv = parent[iu], parent[iv]
+        diff = pu != pv
+        if not diff.any():
+            break
+        np.minimum.at(parent, np.maximum(pu, pv)[diff], np.minimum(pu, pv)[diff])
+        while True:  # pointer jumping
+            nxt = parent[parent]
+            if np.array_equal(nxt, parent):
+                break
+            parent = nxt
+    return nodes, nodes[parent]
+
+
+def optimal_params(threshold: float, num_perm: int, fp_weight: float = 0.5, fn_weight: float = 0.5) -> tuple[int, int]:
+    """(bands, rows) with bands * rows <= num_perm minimising
+    fp_weight * int_0^t S(s) ds + fn_weight * int_t^1 (1 - S(s)) ds, S = 1 - (1 - s^r)^b,
+    as datasketch's ``_optimal_param`` (Simpson's rule on 2001 points instead of quad).
+    """
+    b, r = [], []
+    for bb in range(1, num_perm + 1):
+        rr = np.arange(1, num_perm // bb + 1)
+        b.append(np.full(len(rr), bb))
+        r.append(rr)
+    b = np.concatenate(b)[:, None].astype(np.float64)
+    r = np.concatenate(r)[:, None].astype(np.float64)
+
+    def simpson(lo: float, hi: float, f) -> np.ndarray:
+        s = np.linspace(lo, hi, 2001)
+        w = np.ones(len(s))
+        w[1:-1:2], w[2:-1:2] = 4, 2
+        return f(s[None, :]) @ w * (hi - lo) / (3 * (len(s) - 1))
+
+    fp = simpson(0.0, threshold, lambda s: 1 - (1 - s**r) ** b)
+    fn = simpson(threshold, 1.0, lambda s: (1 - s**r) ** b)
+    best = int(np.argmin(fp * fp_weight + fn * fn_weight))
+    return int(b[best, 0]), int(r[best, 0])
+
+
+def s_curve(s, bands: int, rows: int):
+    """Probability that a pair of Jaccard ``s`` shares at least one band."""
+    return 1 - (1 - np.asarray(s, dtype=np.float64) ** rows) ** bands
+
+
+def survivors(nodes: np.ndarray, roots: np.ndarray, score: Optional[np.ndarray] = None) -> np.ndarray:
+    """Survivor node of each node's cluster: highest ``score`` (ties: smallest node), or
+    the smallest node (= first in input order when node ids follow it) without a score."""
+    nodes, roots = np.asarray(nodes, dtype=np.int64), np.asarray(roots, dtype=np.int64)
+    if score is None:
+        return roots
+    order = np.lexsort((nodes, -np.asarray(score, dtype=np.float64), roots))
+    r = roots[order]
+    first = np.concatenate([[True], r[1:] != r[:-1]]) if len(r) else np.zeros(0, bool)
+    best = nodes[order][first]  # (clusters,) in root order
+    return best[np.searchsorted(r[first], roots)]
+
+
+def clusters(sigs: np.ndarray, cfg: NearDedupConfig) -> np.ndarray:
+    """Single-process near dedup of one signature matrix: for every document, the root
+    (smallest row index) of its cluster; itself when it has no duplicate. Empty
+    documents are never duplicates. The engine's distributed result must equal this."""
+    bands, rows = cfg.banding()
+    live = np.flatnonzero(~(sigs == 0xFFFFFFFF).all(axis=1))
+    keys = band_keys(sigs[live], bands, rows)  # (M, bands)
+    u, v = bucket_edges(keys.ravel(), np.repeat(live, bands))
+    if cfg.verify == "signature":
+        keep = estimated_jaccard(sigs[u], sigs[v]) >= cfg.verify_cutoff()
+        u, v = u[keep], v[keep]
+    root = np.arange(len(sigs))
+    nodes, roots = components(u, v)
+    root[nodes] = roots
+    return root
+
+
+def priority_scores(table: pa.Table, cfg: NearDedupConfig) -> Optional[np.ndarray]:
+    """Survivor score per row (higher wins; ties to input order), or None for "first"."""
+    if cfg.priority == "longest":
+        return np.asarray(pc.utf8_length(table.column(TEXT)), dtype=np.float64)
+    if cfg.priority == "column":
+        if cfg.priority_column not in table.column_names:
+            raise KeyError(f"near_dedup: priority_column '{cfg.priority_column}' is not a column")
+        return np.asarray(pc.fill_null(table.column(cfg.priority_column).cast(pa.float64()), -np.inf))
+    return None
+
+
+class NearDedup(GlobalStage):
+    """Stage ``near_dedup``: MinHash-LSH clusters; one survivor per cluster.
+
+    Rejected documents get ``near_dedup/dup_of:<survivor id>``; every clustered document
+    gets ``cluster_id`` (the survivor's id) and ``cluster_size``. The engine runs the
+    phases distributed (see ``datacurate.engine.global_ops``); ``stage(table)`` runs
+    :func:`clusters` on one table in-process.
+    """
+
+    name = "near_dedup"
+    Config = NearDedupConfig
+    columns = {"cluster_id": pa.string(), "cluster_size": pa.int32()}
+
+    def decide_local(self, table: pa.Table) -> pa.Table:
+        cfg = self.config
+        sigs = signatures(table.column(TEXT), cfg.num_perm, cfg.ngram, cfg.seed)
+        root = clusters(sigs, cfg)
+        size = np.bincount(root, minlength=len(root))[root]
+        member = np.flatnonzero(size > 1)
+        score = priority_scores(table, cfg)
+        surv = survivors(member, root[member], None if score is None else score[member])
+        ids = table.column(ID).combine_chunks() if ID in table.column_names else pa.array(
+            [str(i) for i in range(table.num_rows)])
+        surv_id = ids.take(pa.array(surv)).cast(pa.string())
+        reason = pc.if_else(pa.array(surv == member), pa.scalar(None, pa.string()),
+                            pc.binary_join_element_wise("near_dedup/dup_of:", surv_id, ""))
+        return pa.table({ORD: table.column(ORD).take(pa.array(member)), REJECT_REASON: reason,
+                         "cluster_id": surv_id, "cluster_size": pa.array(size[member], pa.int32())})
