@@ -6,6 +6,10 @@ _LAZY = {
     "Pipeline": "datacurate.pipeline",
     "LangId": "datacurate.stages.langid",
     "Heuristics": "datacurate.stages.heuristics",
+    "Quality": "datacurate.stages.quality",
+    "Toxicity": "datacurate.stages.toxicity",
+    "ExactDedup": "datacurate.stages.dedup_exact",
+    "NearDedup": "datacurate.stages.dedup_near",
     "load_config": "datacurate.config",
 }
 

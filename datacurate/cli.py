@@ -76,6 +76,21 @@ def cmd_stats(args) -> int:
     return 0
 
 
+def cmd_train_classifier(args) -> int:
+    from datacurate.classify import load_train_config, train_classifier
+
+    cfg = load_train_config(args.config, args.set, positive=args.positive, negative=args.negative,
+                            data=args.data, output=args.output)
+    card = train_classifier(cfg)
+    m = card["heldout"]
+    print(f"{cfg.output}: {card['size_bytes'] / 1e6:.2f} MB, {card['data']['train']['examples']:,} train / "
+          f"{m['n']:,} held-out examples ({card['split']['groups_heldout']} held-out source documents)")
+    print(f"held-out: precision {m['precision']:.4f}  recall {m['recall']:.4f}  F1 {m['f1']:.4f}  "
+          f"ROC-AUC {m['roc_auc']:.4f}  (length alone: ROC-AUC {m['length_only_roc_auc']:.4f})")
+    print(f"card: {os.path.splitext(cfg.output)[0]}.json")
+    return 0
+
+
 def cmd_dedup_eval(args) -> int:
     """Precision / recall of near dedup on known duplicate pairs, by true-Jaccard band."""
     import glob as _glob
@@ -151,6 +166,15 @@ def build_parser() -> argparse.ArgumentParser:
     st = sub.add_parser("stats", help="print the funnel of a finished run")
     st.add_argument("output", help="a run's output directory")
     st.set_defaults(fn=cmd_stats)
+    tc = sub.add_parser("train-classifier", help="train a fastText classifier; write .ftz + JSON card with held-out metrics")
+    tc.add_argument("config", nargs="?", help="training YAML (keys of datacurate.classify.TrainConfig)")
+    tc.add_argument("--positive", nargs="+", metavar="PATH", help="positive examples: JSONL / Parquet files, dirs, globs")
+    tc.add_argument("--negative", nargs="+", metavar="PATH", help="negative examples")
+    tc.add_argument("--data", nargs="+", metavar="PATH", help="examples with a label field (see label_field)")
+    tc.add_argument("--output", help="model path (.ftz); the card is written next to it (.json)")
+    tc.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="override a parameter, e.g. fasttext.epoch=10, holdout_frac=0.1, positive_label=hq")
+    tc.set_defaults(fn=cmd_train_classifier)
     de = sub.add_parser("dedup-eval", help="precision / recall of near dedup on known duplicate pairs")
     de.add_argument("--generate", type=int, metavar="N", help="build N docs with planted near copies from --source")
     de.add_argument("--source", default="sample_data/corpus", help="JSONL texts to cut originals from (with --generate)")

@@ -96,8 +96,10 @@ def run_exact_dedup(spec: StageSpec, cfg: PipelineConfig, seg_index: int) -> dic
     cols = [ORD, TEXT] + ([c.priority_column] if c.priority_column else [])
     ds = ray.data.read_parquet(files, include_paths=True).select_columns(cols + ["path"])
     keys = ds.map_batches(_exact_keys, batch_format="pyarrow", fn_kwargs={"cfg": c})
-    status = keys.groupby("shard", num_partitions=c.num_shards).map_groups(_exact_decide, batch_format="pyarrow",
-                                              fn_kwargs={"actors": actors, "chunk": c.chunk})
+    # one task per shard, each feeding its shard's actor in survivor order
+    status = keys.groupby("shard", num_partitions=c.num_shards).map_groups(
+        _exact_decide, batch_format="pyarrow", fn_kwargs={"actors": actors, "chunk": c.chunk},
+        concurrency=c.num_shards)
     out_dir = decisions_dir(cfg.output.path, seg_index)
     written = status.groupby(WPART, num_partitions=_parts_for(files)).map_groups(_exact_write, batch_format="pyarrow",
                                                fn_kwargs={"cfg": c, "out_dir": out_dir,

