@@ -290,3 +290,18 @@ def test_pair_report_by_band():
     assert report["bands"]["[0.85,1.00]"] == {"pairs": 3, "merged": 1, "merged_frac": 1 / 3}  # "x" unknown: singleton
     assert report["bands"]["[0.50,0.70)"]["merged"] == 1 and report["bands"]["[0.70,0.85)"]["pairs"] == 0
     assert report["recall"] == 1 / 3 and report["precision"] == 1 / 2 and report["merged_le_0.5"] == 0.0
+
+
+def test_stage_bad_input_has_defined_outcomes():
+    """Empty, whitespace-only, punctuation-only and one-word texts are never near
+    duplicates of each other; two copies of a huge text cluster, the first survives."""
+    from datacurate.stages import NearDedup
+
+    huge = " ".join(f"word{i % 5000} item{i % 7919}" for i in range(400_000))  # ~5 MB
+    texts = ["", "   ", "!!! ???", "!!! ???", "one", "one", huge, huge + " tail"]
+    out = NearDedup()(pa.table({"id": [f"d{i}" for i in range(len(texts))], "text": texts}))
+    reasons = out["reject_reason"].to_pylist()
+    assert reasons[:4] == [None] * 4  # no words: never duplicates
+    assert reasons[4:6] == [None, "near_dedup/dup_of:d4"]  # one word = one shingle: an exact match
+    assert reasons[6:] == [None, "near_dedup/dup_of:d6"]
+    assert out["cluster_id"].to_pylist()[6:] == ["d6", "d6"]
