@@ -143,7 +143,7 @@ def main() -> None:
         "docs": args.docs, "input_bytes": inp.stat().st_size, "generated": made, "generate_seconds": round(gen_s, 1),
         "wall_seconds": round(wall, 1), "docs_per_second": round(args.docs / wall, 1),
         "peak_pss_gb": round(sampler.peak / 2**30, 2), "object_store_mb": args.object_store_mb,
-        "cores": os.cpu_count(), "load_before": open("/proc/loadavg").read().split()[:3],
+        "cores": os.cpu_count(), "load_at_end": open("/proc/loadavg").read().split()[:3],
         "totals": report["totals"],
         "stages": {k: {kk: v for kk, v in st.items() if kk in ("in", "kept", "rejected_total", "seconds", "metrics")}
                    for k, st in report["stages"].items()},

@@ -72,6 +72,15 @@ def _exact_write(group: pa.Table, cfg: ex.ExactDedupConfig, out_dir: str, compre
     return pa.table({"n": [dec.num_rows]})
 
 
+def _read_work(files: list):
+    """The intermediate parts as a Ray Data dataset. The file system is given explicitly:
+    left to guess, Ray probes fsspec's HTTP file system, which needs aiohttp."""
+    import pyarrow.fs
+    import ray.data
+
+    return ray.data.read_parquet(files, include_paths=True, filesystem=pyarrow.fs.LocalFileSystem())
+
+
 def _parts_for(files: list) -> int:
     """Shuffle partitions for a groupby over part files: enough to spread, few enough to be cheap."""
     return max(1, min(len(files), 32))
@@ -94,7 +103,7 @@ def run_exact_dedup(spec: StageSpec, cfg: PipelineConfig, seg_index: int) -> dic
     actor_cls = ray.remote(num_cpus=0)(_ShardActor)
     actors = [actor_cls.remote(bits, k, c.load_filter, s, c.num_shards) for s in range(c.num_shards)]
     cols = [ORD, TEXT] + ([c.priority_column] if c.priority_column else [])
-    ds = ray.data.read_parquet(files, include_paths=True).select_columns(cols + ["path"])
+    ds = _read_work(files).select_columns(cols + ["path"])
     keys = ds.map_batches(_exact_keys, batch_format="pyarrow", fn_kwargs={"cfg": c})
     # one task per shard, each feeding its shard's actor in survivor order
     status = keys.groupby("shard", num_partitions=c.num_shards).map_groups(
@@ -303,7 +312,7 @@ def run_near_dedup(spec: StageSpec, cfg: PipelineConfig, seg_index: int) -> dict
         return metrics
     quiet_data_context()
     cols = [ORD, TEXT, "id"] + ([c.priority_column] if c.priority == "column" else [])
-    sigs = (ray.data.read_parquet(files, include_paths=True).select_columns(cols + ["path"])
+    sigs = (_read_work(files).select_columns(cols + ["path"])
             .map_batches(_near_signatures, batch_format="pyarrow", fn_kwargs={"cfg": c})
             .materialize())
     band_rows = sigs.map_batches(_near_bands, batch_format="pyarrow",
