@@ -44,7 +44,7 @@ def cmd_stages(args) -> int:
     from datacurate.stages import STAGES
 
     for name, cls in STAGES.items():
-        doc = (inspect.getmodule(cls).__doc__ or "").strip().splitlines()[0]
+        doc = (cls.__dict__.get("__doc__") or inspect.getmodule(cls).__doc__ or "").strip().splitlines()[0]
         print(f"{name}: {doc}")
         print("\n".join(_describe(cls.Config)))
         print()
