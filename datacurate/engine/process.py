@@ -74,9 +74,8 @@ def decisions_dir(out: str, segment: int) -> str:
 
 
 def _mark_stage(out: pa.Table, newly: np.ndarray, name: str) -> pa.Table:
-    stage_col = np.asarray(out.column(REJECT_STAGE).to_pylist(), dtype=object)
-    stage_col[newly] = name
-    return out.set_column(out.schema.get_field_index(REJECT_STAGE), REJECT_STAGE, pa.array(stage_col, pa.string()))
+    stage_col = pc.if_else(pa.array(newly), pa.scalar(name, pa.string()), out.column(REJECT_STAGE).cast(pa.string()))
+    return out.set_column(out.schema.get_field_index(REJECT_STAGE), REJECT_STAGE, stage_col)
 
 
 def _ensure_columns(out: pa.Table, columns: dict) -> pa.Table:
