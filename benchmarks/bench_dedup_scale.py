@@ -8,7 +8,7 @@ process (raylet, GCS, workers, object store) every 0.5 s and records the peak.
 
     .venv/bin/python benchmarks/bench_dedup_scale.py --docs 1000000
 
-Writes benchmarks/results/dedup_scale_<N>.json and prints a summary. The generated
+Writes benchmarks/results/dedup_scale_<N>_<stages>.json and prints a summary. The generated
 input (~2 GB for 1M docs) goes to benchmarks/.cache/ and is reused.
 """
 
@@ -127,7 +127,7 @@ def main() -> None:
         stages.append({"exact_dedup": {"expected_items": max(args.docs, 1000), "num_shards": 4}})
     if "near" in args.stages:
         stages.append({"near_dedup": {"threshold": 0.8, "num_partitions": 8}})
-    out = cache / f"out_{args.docs}"
+    out = cache / f"out_{args.docs}_{args.stages.replace(',', '+')}"
     cfg = load_config({"input": {"path": str(inp), "chunk_bytes": 32 << 20},
                        "output": str(out),
                        "ray": {"object_store_memory_mb": args.object_store_mb},
@@ -149,7 +149,8 @@ def main() -> None:
                    for k, st in report["stages"].items()},
     }
     (ROOT / "benchmarks" / "results").mkdir(exist_ok=True)
-    with open(ROOT / "benchmarks" / "results" / f"dedup_scale_{args.docs}.json", "w") as f:
+    tag = args.stages.replace(",", "+")
+    with open(ROOT / "benchmarks" / "results" / f"dedup_scale_{args.docs}_{tag}.json", "w") as f:
         json.dump(res, f, indent=2)
     print(json.dumps({k: res[k] for k in ("docs", "wall_seconds", "docs_per_second", "peak_pss_gb", "totals")}, indent=2))
 
