@@ -22,6 +22,7 @@ scores 0. Scores are recorded as a ten-bin histogram in stats.json.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+import sys
 from pathlib import Path
 from typing import Literal, Optional
 
@@ -34,7 +35,16 @@ from datacurate.classify import FastTextScorer, score_histogram
 from datacurate.schema import ID, TEXT
 from datacurate.stages.base import Stage, first_reason
 
-CLASSIFIERS = Path(__file__).resolve().parents[2] / "classifiers"
+def _classifiers_dir() -> Path:
+    """The shipped models: the repository's classifiers/ (source checkout, editable install,
+    ``ray job submit --working-dir .``), else the copy a wheel installs under
+    ``<prefix>/share/datacurate/classifiers``."""
+    repo = Path(__file__).resolve().parents[2] / "classifiers"
+    installed = Path(sys.prefix) / "share" / "datacurate" / "classifiers"
+    return repo if (repo / "quality.ftz").exists() or not installed.exists() else installed
+
+
+CLASSIFIERS = _classifiers_dir()
 DEFAULT_MODEL = CLASSIFIERS / "quality.ftz"
 
 
