@@ -32,52 +32,31 @@ sentence mode cuts spans rather than rejecting documents), so it is not 100 %.
 
 from __future__ import annotations
 
-import os
-
-for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS"):
-    os.environ[_var] = "1"
-N_CPUS_VISIBLE = len(os.sched_getaffinity(0))
-os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
+from _common import CORPUS, ROOT, machine_info, read_jsonl  # first: pins the process to one core
 
 import argparse  # noqa: E402
 import gc  # noqa: E402
-import gzip  # noqa: E402
 import json  # noqa: E402
-import platform  # noqa: E402
 import re  # noqa: E402
 import statistics  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
-from importlib.metadata import version  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import pyarrow as pa  # noqa: E402
-
-pa.set_cpu_count(1)
-pa.set_io_thread_count(1)
-
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 from datacurate.schema import REJECT_REASON  # noqa: E402
 from datacurate.stages.quality import Quality  # noqa: E402
 from datacurate.stages.toxicity import DEFAULT_LISTS, Toxicity  # noqa: E402
 
-CORPUS = ROOT / "sample_data" / "corpus"
 FILES = ["news.jsonl", "fiction.jsonl.gz", "learned.jsonl", "legal.jsonl", "conversational.jsonl",
          "web_noise.jsonl", "technical_multilingual.jsonl"]
 README_BEGIN, README_END = "<!-- classifiers:begin -->", "<!-- classifiers:end -->"
 
 
 def english_texts() -> list[str]:
-    out = []
-    for name in FILES:
-        raw = (gzip.decompress if name.endswith(".gz") else bytes)((CORPUS / name).read_bytes())
-        for line in raw.splitlines():
-            r = json.loads(line)
-            if r.get("meta", {}).get("lang", "en") == "en":
-                out.append(r["text"])
-    return out
+    return [r["text"] for name in FILES for r in read_jsonl(CORPUS / name)
+            if r.get("meta", {}).get("lang", "en") == "en"]
 
 
 def cut(texts: list[str], target: int, limit: int) -> list[str]:
@@ -175,16 +154,8 @@ def run_size(texts: list[str], repeats: int, batch_size: int) -> dict:
     return out
 
 
-def machine_info() -> dict:
-    model = next((ln.split(":", 1)[1].strip() for ln in open("/proc/cpuinfo") if ln.startswith("model name")), "?")
-    pkgs = {}
-    for p in ["datatrove", "fasttext-numpy2", "fasttext-numpy2-wheel", "pyarrow", "numpy", "spacy"]:
-        try:
-            pkgs[p] = version(p)
-        except Exception:  # noqa: BLE001 - a package that is not installed
-            pkgs[p] = None
-    return {"nproc": N_CPUS_VISIBLE, "cpu_model": model, "pinned_to": sorted(os.sched_getaffinity(0)),
-            "python": platform.python_version(), "versions": pkgs}
+def bench_machine_info() -> dict:
+    return machine_info(["datatrove", "fasttext-numpy2", "fasttext-numpy2-wheel", "pyarrow", "numpy", "spacy"])
 
 
 def markdown(res: dict) -> str:
@@ -241,7 +212,7 @@ def main() -> None:
     res = {"config": {"command": "benchmarks/.venv/bin/python benchmarks/bench_classifiers.py", "repeats": args.repeats,
                       "batch_size": args.batch_size,
                       "sizes": {k: {"n": len(v), "mean_chars": sum(map(len, v)) / len(v)} for k, v in sizes.items()}},
-           "machine": machine_info(), "loadavg_start": load_start, "speed": {}}
+           "machine": bench_machine_info(), "loadavg_start": load_start, "speed": {}}
     for size, docs in sizes.items():
         res["speed"][size] = run_size(docs, args.repeats, args.batch_size)
     res["loadavg_end"] = open("/proc/loadavg").read().split()[:3]

@@ -28,41 +28,25 @@ numbers move with the machine.
 
 from __future__ import annotations
 
-import os
-
-for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS"):
-    os.environ[_var] = "1"
-N_CPUS_VISIBLE = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-if hasattr(os, "sched_setaffinity"):
-    os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
+from _common import CORPUS, ROOT, machine_info, read_jsonl  # first: pins the process to one core
 
 import argparse  # noqa: E402
 import gc  # noqa: E402
-import gzip  # noqa: E402
 import json  # noqa: E402
-import platform  # noqa: E402
 import random  # noqa: E402
 import re  # noqa: E402
 import statistics  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 from collections import Counter  # noqa: E402
-from importlib.metadata import version  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import pyarrow as pa  # noqa: E402
-
-pa.set_cpu_count(1)
-pa.set_io_thread_count(1)
-
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 from datacurate.schema import REJECT_REASON, TEXT  # noqa: E402
 from datacurate.stages.heuristics import Heuristics, HeuristicsConfig  # noqa: E402
 from datacurate.stages.langid import DEFAULT_MODEL, LangId  # noqa: E402
 
-CORPUS = ROOT / "sample_data" / "corpus"
 GOOD_DOMAINS = {"news": "news.jsonl", "fiction": "fiction.jsonl.gz", "learned": "learned.jsonl", "legal": "legal.jsonl"}
 OTHER_FILES = ["conversational.jsonl", "technical_multilingual.jsonl", "code.jsonl.zst"]
 WEB_PROSE_KINDS = {"article", "mirror"}  # web docs that are real prose + boilerplate: unlabelled
@@ -71,18 +55,6 @@ README_BEGIN, README_END = "<!-- langid_heuristics:begin -->", "<!-- langid_heur
 
 
 # ----------------------------------------------------------------------------- documents
-
-def read_jsonl(path: Path) -> list[dict]:
-    if path.suffix == ".gz":
-        raw = gzip.decompress(path.read_bytes())
-    elif path.suffix == ".zst":
-        import zstandard
-
-        raw = zstandard.ZstdDecompressor().stream_reader(path.read_bytes()).read()
-    else:
-        raw = path.read_bytes()
-    return [json.loads(line) for line in raw.splitlines() if line.strip()]
-
 
 def chunk_stream(texts: list[str], target: int) -> list[str]:
     """Cut/concatenate texts (paragraph by paragraph) into documents of about ``target`` chars."""
@@ -327,18 +299,11 @@ def gopher_punct_analysis(docs: list[dict], dt_gopher_reasons: list) -> dict:
 
 # ----------------------------------------------------------------------------- report
 
-def machine_info() -> dict:
-    model = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")), "?")
-    pkgs = {}
-    for p in ["datatrove", "fasttext-numpy2", "fasttext-numpy2-wheel", "pyarrow", "numpy", "spacy"]:
-        try:
-            pkgs[p] = version(p)
-        except Exception:
-            pkgs[p] = None
+def bench_machine_info() -> dict:
     import fasttext
 
-    return {"nproc": N_CPUS_VISIBLE, "cpu_model": model, "pinned_to": sorted(os.sched_getaffinity(0)),
-            "python": platform.python_version(), "versions": pkgs, "fasttext_module": fasttext.__file__}
+    return {**machine_info(["datatrove", "fasttext-numpy2", "fasttext-numpy2-wheel", "pyarrow", "numpy", "spacy"]),
+            "fasttext_module": fasttext.__file__}
 
 
 def fmt_row(name, dps, ratio, sep=None, agree=""):
@@ -497,7 +462,7 @@ def main() -> None:
                    "n_bad": sum(d["label"] == "bad" for d in labelled),
                    "groups": dict(sorted(Counter(d["group"] for d in pool).items())),
                    "datatrove_langid_model": f"LanguageFilter.model._model = fasttext _FastText({DEFAULT_MODEL.name})"},
-        "machine": {**machine_info(), "loadavg_start": load_start, "loadavg_end": open("/proc/loadavg").read().split()[:3]},
+        "machine": {**bench_machine_info(), "loadavg_start": load_start, "loadavg_end": open("/proc/loadavg").read().split()[:3]},
         "seconds": runs,
         "speed": speed,
         "langid": langid,

@@ -29,13 +29,9 @@ from __future__ import annotations
 
 import os
 
-for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS"):
-    os.environ[_var] = "1"
-if hasattr(os, "sched_setaffinity"):
-    os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
+from _common import CORPUS, ROOT, read_jsonl  # first: pins the process to one core
 
 import argparse  # noqa: E402
-import gzip  # noqa: E402
 import json  # noqa: E402
 import platform  # noqa: E402
 import re  # noqa: E402
@@ -50,12 +46,6 @@ from pathlib import Path  # noqa: E402
 import numpy as np  # noqa: E402
 import pyarrow as pa  # noqa: E402
 
-pa.set_cpu_count(1)
-pa.set_io_thread_count(1)
-
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
 from datacurate.dedup_eval import _edit  # noqa: E402
 from datacurate.stages import dedup_near as dn  # noqa: E402
 
@@ -65,14 +55,8 @@ PROSE = ["news.jsonl", "learned.jsonl", "fiction.jsonl.gz", "conversational.json
 
 
 def sentences() -> list[str]:
-    out = []
-    for name in PROSE:
-        path = ROOT / "sample_data" / "corpus" / name
-        with (gzip.open if name.endswith(".gz") else open)(path, "rt") as f:
-            for line in f:
-                rec = json.loads(line)
-                out += [s for s in re.split(r"(?<=[.!?])\s+", rec["text"]) if len(s) > 20]
-    return out
+    return [s for name in PROSE for rec in read_jsonl(CORPUS / name)
+            for s in re.split(r"(?<=[.!?])\s+", rec["text"]) if len(s) > 20]
 
 
 def make_docs(n: int, seed: int, sents: list[str], target_bytes: int = 2000, copy_frac: float = 0.1) -> list[str]:

@@ -1,0 +1,59 @@
+"""Shared set-up of the benchmark scripts: one core, one thread, same corpus reader.
+
+Import it first (``from _common import ...``): it pins the process to one core and sets
+the thread-count variables before NumPy, fastText or Arrow start their thread pools.
+"""
+
+from __future__ import annotations
+
+import os
+
+for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS"):
+    os.environ[_var] = "1"
+N_CPUS_VISIBLE = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+if hasattr(os, "sched_setaffinity"):
+    os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
+
+import gzip  # noqa: E402
+import json  # noqa: E402
+import platform  # noqa: E402
+import sys  # noqa: E402
+from importlib.metadata import version  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import pyarrow as pa  # noqa: E402
+
+pa.set_cpu_count(1)
+pa.set_io_thread_count(1)
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS = ROOT / "sample_data" / "corpus"
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    """All records of a sample_data JSONL file (.jsonl, .jsonl.gz or .jsonl.zst)."""
+    path = Path(path)
+    if path.suffix == ".gz":
+        raw = gzip.decompress(path.read_bytes())
+    elif path.suffix == ".zst":
+        import zstandard
+
+        raw = zstandard.ZstdDecompressor().stream_reader(path.read_bytes()).read()
+    else:
+        raw = path.read_bytes()
+    return [json.loads(line) for line in raw.splitlines() if line.strip()]
+
+
+def machine_info(packages: list[str]) -> dict:
+    """CPU model, visible cores, the core the run is pinned to, Python and package versions."""
+    model = next((ln.split(":", 1)[1].strip() for ln in open("/proc/cpuinfo") if ln.startswith("model name")), "?")
+    pkgs = {}
+    for p in packages:
+        try:
+            pkgs[p] = version(p)
+        except Exception:  # noqa: BLE001 - a package that is not installed
+            pkgs[p] = None
+    return {"nproc": N_CPUS_VISIBLE, "cpu_model": model, "pinned_to": sorted(os.sched_getaffinity(0)),
+            "python": platform.python_version(), "versions": pkgs}
