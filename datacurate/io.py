@@ -258,6 +258,17 @@ def read_task(task: ReadTask | dict, cfg: InputConfig, counters: dict | None = N
         counters["empty_files"] = counters.get("empty_files", 0) + 1
 
 
+def read_texts(cfg: InputConfig, tasks: list | None = None, counters: dict | None = None) -> Iterator[pa.Array]:
+    """The valid texts of some inputs (a side corpus such as a DSIR target), batch by
+    batch; rows the reader rejects are counted in ``counters["rejected"]``."""
+    counters = counters if counters is not None else {}
+    for task in tasks if tasks is not None else plan_reads(cfg):
+        for table in read_task(task, cfg, counters):
+            ok = pc.is_null(table.column(REJECT_REASON))
+            counters["rejected"] = counters.get("rejected", 0) + table.num_rows - pc.sum(ok.cast(pa.int64())).as_py()
+            yield table.column(TEXT).filter(ok).combine_chunks()
+
+
 def _read_jsonl(task: ReadTask, cfg: InputConfig, counters: dict):
     tf, idf, df = cfg.text_field, cfg.id_field, cfg.domain_field
     default_domain = cfg.default_domain

@@ -1,5 +1,6 @@
-"""Exact + near dedup through real Ray: same kept set on one worker, two workers and a
-simulated two-node cluster; every exact copy removed and nothing else; clusters keep one.
+"""Exact + near dedup + DSIR through real Ray: same kept set on one worker, two workers and
+a simulated two-node cluster; every exact copy removed and nothing else; clusters keep one;
+DSIR (seeded) selects the same documents on every topology.
 
 Each topology needs its own Ray, so each run is a subprocess (tests/scripts/run_dedup.py).
 """
@@ -65,6 +66,15 @@ def test_same_kept_set_across_topologies(results):
     for r in results.values():
         t = r["totals"]
         assert t["accounted"] and t["read"] == 600 == t["kept"] + t["rejected"]
+
+
+def test_dsir_same_selection_across_topologies(results):
+    one, two, nodes = results["one_worker"], results["two_workers"], results["two_nodes"]
+    assert one["dsir_selected"] == two["dsir_selected"] == nodes["dsir_selected"]
+    m = two["dsir_metrics"]
+    # half of the documents left after dedup that are long enough, selected in 3 partitioned phases
+    assert m["selected"] == m["num_to_sample"] == round(0.5 * m["eligible"]) == len(two["dsir_selected"])
+    assert m["kl_reduction"] > m["kl_reduction_random"]
 
 
 def test_exact_copies_removed_and_nothing_else(results, corpus):

@@ -109,6 +109,22 @@ def test_sample_stage_accounting(sample_run):
     assert len(stages["langid"]["metrics"]["lang"]) > 5
 
 
+def test_sample_dsir_selects_target_like_text(sample_run):
+    _, report, out = sample_run
+    st = report["stages"]["dsir"]
+    m = st["metrics"]
+    # the sample selects 128-word pieces: half of the eligible ones
+    assert m["selected"] == m["num_to_sample"] == round(0.5 * m["eligible"]) and m["units"] >= st["in"]
+    assert st["rejected"].get("dsir/not_selected", 0) + st["rejected"].get("dsir/too_short", 0) == st["rejected_total"]
+    kept = pq.read_table(out / "kept", columns=["dsir_log_weight", "dsir_chunks"])
+    assert kept.column("dsir_log_weight").null_count == 0
+    assert sum(kept.column("dsir_chunks").to_pylist()) == m["selected"] and st["kept"] == kept.num_rows
+    assert m["kl_target_selected"] < min(m["kl_target_raw"], m["kl_target_random"])
+    # the target is Brown "learned" + "fiction": fiction is selected most often
+    frac = {d: v["fraction"] for d, v in m["domains"].items() if v["pool"] >= 50}
+    assert max(frac, key=frac.get) == "fiction", frac
+
+
 def test_sample_config_saved(sample_run):
     cfg, _, out = sample_run
     again = load_config(out / "config.yaml")

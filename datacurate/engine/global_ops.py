@@ -130,6 +130,10 @@ RUNNERS = {"exact_dedup": run_exact_dedup}
 
 def run_global(spec: StageSpec, cfg: PipelineConfig, seg_index: int) -> dict:
     t0 = time.perf_counter()
+    if spec.name == "dsir":
+        from datacurate.engine.dsir_ops import run_dsir  # imports this module's neighbours
+
+        RUNNERS.setdefault("dsir", run_dsir)
     metrics = RUNNERS[spec.name](spec, cfg, seg_index)
     return {"metrics": metrics, "phase_seconds": time.perf_counter() - t0}
 

@@ -90,21 +90,21 @@ def quiet_data_context():
 
 def run_segment(cfg: PipelineConfig, seg_index: int, items: list[str], on_stats: Callable[[dict], None]) -> None:
     """Run one segment's map work over ``items``; ``on_stats`` gets each item's stats on the driver."""
-    import ray.data
-
     if not items:
         return
-    quiet_data_context()
-    ds = ray.data.from_items([{"item": i} for i in items], override_num_blocks=len(items))
-    ds = ds.map_batches(
-        _run_items,
-        batch_size=1,
-        batch_format="pyarrow",
-        fn_kwargs={"cfg": cfg, "seg_index": seg_index, "key": str(hash(repr(cfg.stages)))},
-        num_cpus=1,
-    )
+    ds = map_items(items, _run_items, {"cfg": cfg, "seg_index": seg_index, "key": str(hash(repr(cfg.stages)))})
     for row in ds.iter_rows():
         on_stats(json.loads(row["stats"]))
+
+
+def map_items(items: list[str], fn: Callable, fn_kwargs: dict):
+    """A dataset running ``fn(batch of one "item", **fn_kwargs)`` once per item (a read
+    task or a part file), one CPU each: the shape of every per-file phase."""
+    import ray.data
+
+    quiet_data_context()
+    ds = ray.data.from_items([{"item": i} for i in items], override_num_blocks=len(items))
+    return ds.map_batches(fn, batch_size=1, batch_format="pyarrow", fn_kwargs=fn_kwargs, num_cpus=1)
 
 
 def shutdown() -> None:

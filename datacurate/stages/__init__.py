@@ -3,12 +3,13 @@
 from datacurate.stages.base import GlobalStage, Stage
 from datacurate.stages.dedup_exact import ExactDedup, ExactDedupConfig
 from datacurate.stages.dedup_near import NearDedup, NearDedupConfig
+from datacurate.stages.dsir import Dsir, DsirConfig
 from datacurate.stages.heuristics import Heuristics, HeuristicsConfig
 from datacurate.stages.langid import LangId, LangIdConfig
 from datacurate.stages.quality import Quality, QualityConfig
 from datacurate.stages.toxicity import Toxicity, ToxicityConfig
 
-STAGES: dict[str, type[Stage]] = {cls.name: cls for cls in (LangId, Heuristics, Quality, Toxicity, ExactDedup, NearDedup)}
+STAGES: dict[str, type[Stage]] = {cls.name: cls for cls in (LangId, Heuristics, Quality, Toxicity, ExactDedup, NearDedup, Dsir)}
 
-__all__ = ["STAGES", "Stage", "GlobalStage", "ExactDedup", "ExactDedupConfig", "NearDedup", "NearDedupConfig", "LangId", "LangIdConfig", "Heuristics", "HeuristicsConfig",
+__all__ = ["STAGES", "Stage", "GlobalStage", "ExactDedup", "ExactDedupConfig", "NearDedup", "NearDedupConfig", "Dsir", "DsirConfig", "LangId", "LangIdConfig", "Heuristics", "HeuristicsConfig",
            "Quality", "QualityConfig", "Toxicity", "ToxicityConfig"]

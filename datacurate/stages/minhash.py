@@ -100,6 +100,20 @@ def _is_sep(cp: np.ndarray) -> np.ndarray:
     return out
 
 
+def code_points(raw: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(position of the first byte, byte length, code point) of every multi-byte
+    character of a UTF-8 buffer, decoded in NumPy."""
+    n = len(raw)
+    lead = np.flatnonzero(raw >= 0xC0)
+    b0 = raw[lead].astype(np.int64)
+    size = 2 + (b0 >= 0xE0) + (b0 >= 0xF0)
+    c1, c2, c3 = (raw[np.minimum(lead + k, n - 1)].astype(np.int64) & 0x3F for k in (1, 2, 3))
+    cp = np.where(size == 2, ((b0 & 0x1F) << 6) | c1,
+                  np.where(size == 3, ((b0 & 0x0F) << 12) | (c1 << 6) | c2,
+                           ((b0 & 0x07) << 18) | (c1 << 12) | (c2 << 6) | c3))
+    return lead, size, cp
+
+
 def _words(t: pa.LargeStringArray) -> tuple[np.ndarray, np.ndarray]:
     """(64-bit hash of every word, (N+1,) word offsets per document) of lowercased texts,
     straight from the UTF-8 buffer.
@@ -109,24 +123,15 @@ def _words(t: pa.LargeStringArray) -> tuple[np.ndarray, np.ndarray]:
     hash is the polynomial sum(byte K^i) mod 2^64, read off one prefix sum over the
     buffer, then mixed with its length.
     """
-    off = np.frombuffer(t.buffers()[1], dtype=np.int64)[t.offset : t.offset + len(t) + 1]
-    data = t.buffers()[2]
-    raw = np.frombuffer(data, dtype=np.uint8)[off[0] : off[-1]] if data is not None else np.zeros(0, np.uint8)
-    off = off - off[0]
+    raw, off = utf8_buffer(t)
     n_bytes = len(raw)
     if n_bytes == 0:
         return np.zeros(0, np.uint64), np.zeros(len(t) + 1, np.int64)
     # (L,) word bytes: ASCII letters and digits (uint8 arithmetic wraps below 0), and for
     # now every byte of a multi-byte character
     w = (((raw | 32) - 97) < 26) | ((raw - 48) < 10) | (raw >= 128)
-    lead = np.flatnonzero(raw >= 0xC0)  # first byte of each multi-byte character
+    lead, size, cp = code_points(raw)
     if len(lead):
-        b0 = raw[lead].astype(np.int64)
-        size = 2 + (b0 >= 0xE0) + (b0 >= 0xF0)
-        c1, c2, c3 = (raw[np.minimum(lead + k, n_bytes - 1)].astype(np.int64) & 0x3F for k in (1, 2, 3))
-        cp = np.where(size == 2, ((b0 & 0x1F) << 6) | c1,
-                      np.where(size == 3, ((b0 & 0x0F) << 12) | (c1 << 6) | c2,
-                               ((b0 & 0x07) << 18) | (c1 << 12) | (c2 << 6) | c3))
         sep = _is_sep(cp)
         for k in range(4):
             w[(lead + k)[sep & (k < size)]] = False
@@ -138,13 +143,28 @@ def _words(t: pa.LargeStringArray) -> tuple[np.ndarray, np.ndarray]:
     if len(cut):  # a word running across two documents is two words: an end and a start there
         edges = np.insert(edges, np.repeat(np.searchsorted(edges, cut), 2), np.repeat(cut, 2))
     s, e = edges[0::2], edges[1::2]  # (W,) first byte of each word, one past its last
+    return span_hashes(raw, s, e), np.searchsorted(s, off)
+
+
+def utf8_buffer(t: pa.LargeStringArray) -> tuple[np.ndarray, np.ndarray]:
+    """(the UTF-8 bytes of all texts, (N+1,) byte offsets from 0), without a copy."""
+    off = np.frombuffer(t.buffers()[1], dtype=np.int64)[t.offset : t.offset + len(t) + 1]
+    data = t.buffers()[2]
+    raw = np.frombuffer(data, dtype=np.uint8)[off[0] : off[-1]] if data is not None else np.zeros(0, np.uint8)
+    return raw, off - off[0]
+
+
+def span_hashes(raw: np.ndarray, s: np.ndarray, e: np.ndarray) -> np.ndarray:
+    """64-bit hash of each byte span raw[s:e]: sum of byte K^(i - start) (one prefix sum
+    over the buffer), mixed with the span's length."""
+    n_bytes = len(raw)
     pw, inv = _powers(n_bytes)
     pre = _scratch(n_bytes + 1)  # pre[i] = sum of byte_t K^(t+1) for t < i
     pre[0] = 0
     np.multiply(raw, pw, out=pre[1:])
     np.cumsum(pre, out=pre)
-    h = (pre[e] - pre[s]) * inv[s]  # sum over the word of byte K^(i - start); bytes are > 0
-    return mix(h, (e - s).astype(np.uint64)), np.searchsorted(s, off)
+    h = (pre[e] - pre[s]) * inv[s]  # bytes are > 0, so spans of zeros cannot collide
+    return mix(h, (e - s).astype(np.uint64))
 
 
 def _shingles(words: np.ndarray, offsets: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:

@@ -1,4 +1,4 @@
-"""Run an exact + near dedup pipeline under a given Ray topology; print the kept ids.
+"""Run an exact + near dedup + DSIR pipeline under a given Ray topology; print the kept ids.
 
 Used by tests/test_dedup_distributed.py in a subprocess (each topology needs its own
 Ray): ``python run_dedup.py MODE INPUT OUTPUT`` with MODE one of ``one_worker``,
@@ -11,6 +11,7 @@ import sys
 import tempfile
 
 os.environ["RAY_AUTH_MODE"] = "disabled"
+TARGET = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "sample_data", "target")
 
 import ray  # noqa: E402
 
@@ -44,14 +45,18 @@ def main(mode: str, inp: str, out: str) -> None:
             # one worker: components in one task; the others: distributed star rounds
             {"near_dedup": {"threshold": 0.8, "num_partitions": 4,
                             "max_local_edges": 20_000_000 if mode == "one_worker" else 0}},
+            # then DSIR resampling: the same seed must select the same documents everywhere
+            {"dsir": {"target": {"path": TARGET}, "num_to_sample": 0.5, "seed": 1, "min_length": 20}},
         ],
     })
     report = run_pipeline(cfg)
     import pyarrow.parquet as pq
 
     kept_t = pq.read_table(os.path.join(out, "kept"))
-    kept = kept_t.column("id").to_pylist()
+    selected = kept_t.column("id").to_pylist()
     rejected = pq.read_table(os.path.join(out, "rejected"))
+    dsir_rejected = [i for i, s in zip(rejected["id"].to_pylist(), rejected["reject_stage"].to_pylist()) if s == "dsir"]
+    kept = selected + dsir_rejected  # kept by the two dedup stages
     clusters = {}
     for t in (kept_t, rejected):
         for i, c in zip(t["id"].to_pylist(), t["cluster_id"].to_pylist()):
@@ -59,6 +64,8 @@ def main(mode: str, inp: str, out: str) -> None:
                 clusters[i] = c
     print("RESULT " + json.dumps({
         "kept": sorted(kept),
+        "dsir_selected": sorted(selected),
+        "dsir_metrics": report["stages"]["dsir"].get("metrics", {}),
         "rejected": sorted(zip(rejected["id"].to_pylist(), rejected["reject_reason"].to_pylist())),
         "clusters": clusters,
         "totals": report["totals"],
