@@ -10,6 +10,7 @@ _LAZY = {
     "Toxicity": "datacurate.stages.toxicity",
     "ExactDedup": "datacurate.stages.dedup_exact",
     "NearDedup": "datacurate.stages.dedup_near",
+    "Dsir": "datacurate.stages.dsir",
     "load_config": "datacurate.config",
 }
 

@@ -25,6 +25,7 @@ from datacurate.stages.textstats import mix
 
 SPACE, WORD, PUNCT = 0, 1, 2
 _BMP: Optional[np.ndarray] = None
+_BYTE: Optional[np.ndarray] = None
 _NGRAM_SALT = np.uint64(0x2545F4914F6CDD1D)
 
 
@@ -46,13 +47,21 @@ def _classes(cp: np.ndarray) -> np.ndarray:
     return out
 
 
+def _byte_classes() -> np.ndarray:
+    """(256,) class by byte value: ASCII characters; bytes >= 128 are placeholders."""
+    global _BYTE
+    if _BYTE is None:
+        _BYTE = np.array([_char_class(chr(b)) if b < 128 else PUNCT for b in range(256)], dtype=np.int8)
+    return _BYTE
+
+
 def _tokens(t: pa.LargeStringArray) -> tuple[np.ndarray, np.ndarray]:
     """(64-bit hash of every token, (N+1,) token offsets per document)."""
     raw, off = utf8_buffer(t)
     n = len(raw)
     if n == 0:
         return np.zeros(0, np.uint64), np.zeros(len(t) + 1, np.int64)
-    cls = _classes(np.minimum(raw, 127).astype(np.int64))  # ASCII by value; bytes >= 128 fixed below
+    cls = _byte_classes()[raw]  # (n,) int8: ASCII by value; bytes of multi-byte characters fixed below
     lead, size, cp = code_points(raw)
     if len(lead):
         c = _classes(cp)
