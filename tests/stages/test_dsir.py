@@ -229,3 +229,15 @@ def test_missing_target_fails_before_any_work(tmp_path):
 
     with pytest.raises(InputError, match="dsir.target: input not found"):
         Dsir(target={"path": [str(tmp_path / "missing.jsonl")]})
+
+
+def test_raw_fit_on_a_seeded_sample(mixture):
+    table, target = mixture
+    full = Dsir(target={"path": [str(target)]}, num_to_sample=150, seed=1)
+    full(table)
+    part = Dsir(target={"path": [str(target)]}, num_to_sample=150, seed=1, raw_fit_fraction=0.3)
+    out = part(table)
+    ratio = part.last_report["raw_ngrams_fitted"] / full.last_report["raw_ngrams_fitted"]
+    assert 0.2 < ratio < 0.4
+    kept = out.filter(pc.is_null(out["reject_reason"]))
+    assert np.mean(np.asarray(kept["domain"]) == "learned") > 2.5 * np.mean(np.asarray(table["domain"]) == "learned")
