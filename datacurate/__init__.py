@@ -10,6 +10,8 @@ _LAZY = {
     "Toxicity": "datacurate.stages.toxicity",
     "ExactDedup": "datacurate.stages.dedup_exact",
     "NearDedup": "datacurate.stages.dedup_near",
+    "Tokenize": "datacurate.stages.tokenize",
+    "Decompose": "datacurate.stages.decompose",
     "load_config": "datacurate.config",
 }
 

@@ -17,6 +17,7 @@ import pyarrow as pa
 from datacurate.config import PipelineConfig, StageSpec
 from datacurate.engine.process import decisions_dir, work_dir
 from datacurate.engine.ray_backend import quiet_data_context
+from datacurate.engine.token_ops import run_decompose
 from datacurate.io import write_atomic
 from datacurate.schema import ORD, TEXT
 from datacurate.stages import dedup_exact as ex
@@ -125,7 +126,7 @@ def run_exact_dedup(spec: StageSpec, cfg: PipelineConfig, seg_index: int) -> dic
     return metrics
 
 
-RUNNERS = {"exact_dedup": run_exact_dedup}
+RUNNERS = {"exact_dedup": run_exact_dedup, "decompose": run_decompose}
 
 
 def run_global(spec: StageSpec, cfg: PipelineConfig, seg_index: int) -> dict:

@@ -1,14 +1,18 @@
 """Stage registry: the YAML name of every stage -> its class."""
 
 from datacurate.stages.base import GlobalStage, Stage
+from datacurate.stages.decompose import Decompose, DecomposeConfig
 from datacurate.stages.dedup_exact import ExactDedup, ExactDedupConfig
 from datacurate.stages.dedup_near import NearDedup, NearDedupConfig
 from datacurate.stages.heuristics import Heuristics, HeuristicsConfig
 from datacurate.stages.langid import LangId, LangIdConfig
 from datacurate.stages.quality import Quality, QualityConfig
+from datacurate.stages.tokenize import Tokenize, TokenizeConfig
 from datacurate.stages.toxicity import Toxicity, ToxicityConfig
 
-STAGES: dict[str, type[Stage]] = {cls.name: cls for cls in (LangId, Heuristics, Quality, Toxicity, ExactDedup, NearDedup)}
+STAGES: dict[str, type[Stage]] = {cls.name: cls for cls in (LangId, Heuristics, Quality, Toxicity, ExactDedup, NearDedup,
+                                                              Tokenize, Decompose)}
 
 __all__ = ["STAGES", "Stage", "GlobalStage", "ExactDedup", "ExactDedupConfig", "NearDedup", "NearDedupConfig", "LangId", "LangIdConfig", "Heuristics", "HeuristicsConfig",
-           "Quality", "QualityConfig", "Toxicity", "ToxicityConfig"]
+           "Quality", "QualityConfig", "Toxicity", "ToxicityConfig", "Tokenize", "TokenizeConfig",
+           "Decompose", "DecomposeConfig"]
