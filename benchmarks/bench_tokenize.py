@@ -1,0 +1,182 @@
+"""Side-by-side benchmark: tokenize + write token shards, datacurate vs datatrove, one core.
+
+Same documents (every document of ``sample_data/corpus``: English prose, code, 13-language
+man pages, chat, web pages), same ``tokenizer.json`` (the shipped byte-level BPE,
+8,192 tokens), EOS after every document, in one process pinned to one core
+(``sched_setaffinity``; ``RAYON_NUM_THREADS=1`` so the Rust encoder runs one thread).
+
+* **datacurate**: what the engine runs per work part, without Ray: ``Tokenize`` on Arrow
+  batches of ``--batch-size`` documents (``encode_batch_fast`` + vectorised EOS), the
+  part written to Parquet (zstd; text and the internal ``_tokens`` column, as the
+  engine's work part) and read back as the next segment would, ``count_part`` (phase 1) and ``write_part`` (phase 3:
+  dataset decomposition into 2^6..2^11 buckets, natural mixture, ``.bin`` pieces), then
+  the manifest.
+* **datatrove**: ``DocumentTokenizer(tokenizer_name_or_path=<same file>,
+  eos_token="<|endoftext|>", shuffle_documents=False)`` — ``encode_batch`` with an EOS
+  post-processor, one ``.ds`` token file + ``.index`` of document ends. Its default
+  (``shuffle_documents=True``) copies the file once more in shuffled order; that
+  second pass is left out, in its favour.
+* **encode only**: ``Tokenizer.encode_batch_fast`` over the same batches, the floor both
+  share.
+
+Tokens/s per core = tokens written (EOS included; datacurate: tokens before the
+decomposition, i.e. the same count as datatrove's) / seconds. Median of ``--repeats``
+interleaved runs. The token counts of both systems are checked equal.
+
+    PYTHONPATH=. benchmarks/.venv/bin/python benchmarks/bench_tokenize.py
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ["RAYON_NUM_THREADS"] = "1"
+os.environ["TOKENIZERS_PARALLELISM"] = "false"
+
+from _common import CORPUS, ROOT, machine_info, read_jsonl  # noqa: E402  first: pins the process to one core
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import shutil  # noqa: E402
+import statistics  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+import pyarrow as pa  # noqa: E402
+import pyarrow.parquet as pq  # noqa: E402
+
+from datacurate import shards  # noqa: E402
+from datacurate.engine.stats import merge  # noqa: E402
+from datacurate.stages import mixture  # noqa: E402
+from datacurate.stages.decompose import DecomposeConfig, count_part, finish, write_part  # noqa: E402
+from datacurate.stages.tokenize import Tokenize  # noqa: E402
+from datacurate.tokenizer import DEFAULT_TOKENIZER, EOS_TOKEN  # noqa: E402
+
+README_BEGIN, README_END = "<!-- tokenize:begin -->", "<!-- tokenize:end -->"
+
+
+def corpus() -> list[dict]:
+    docs = []
+    for path in sorted(CORPUS.iterdir()):
+        for i, rec in enumerate(read_jsonl(path)):
+            if isinstance(rec.get("text"), str) and rec["text"]:
+                docs.append({"id": str(rec.get("id") or f"{path.name}:{i}"), "text": rec["text"],
+                             "domain": str(rec.get("domain") or "unknown")})
+    return docs
+
+
+def run_datacurate(docs: list[dict], batch: int, work: Path) -> int:
+    stage = Tokenize(batch_size=batch)
+    cfg = DecomposeConfig()
+    parts, counts = [], {}
+    for s in range(0, len(docs), batch):
+        chunk = docs[s:s + batch]
+        table = pa.table({"id": [d["id"] for d in chunk], "text": pa.array([d["text"] for d in chunk], pa.large_string()),
+                          "domain": [d["domain"] for d in chunk], "_ord": pa.array(np.arange(s, s + len(chunk)), pa.int64())})
+        out = stage(table).drop_columns(["reject_reason"])  # the engine's work part keeps the text too
+        path = work / f"part-{s:09d}.parquet"
+        pq.write_table(out, path, compression="zstd")
+        merge(counts, count_part(pq.read_table(path, columns=["_ord", "domain", "n_tokens"]), cfg)[0])
+        parts.append(path)
+    mix = mixture.plan({d: c["tokens_in_buckets"] for d, c in counts.items()}, None, None)
+    rates = {d: m["rate"] for d, m in mix["domains"].items()}
+    ids = {d: i for i, d in enumerate(sorted(counts))}
+    out_dir = work / "shards"
+    shards.prepare_dir(str(out_dir), overwrite=True)
+    pieces, written = [], {}
+    for path in parts:
+        p, w = write_part(pq.read_table(path, columns=["id", "domain", "n_tokens", "_tokens"]), cfg,
+                          path.stem.removeprefix("part-"), str(out_dir), rates, ids, stage.info.dtype)
+        pieces += p
+        merge(written, w)
+    finish(str(out_dir), cfg, stage.info, counts, mix, "natural", pieces, written)
+    return sum(c["tokens_in"] for c in counts.values())
+
+
+def run_datatrove(docs: list[dict], batch: int, work: Path) -> int:
+    from datatrove.data import Document
+    from datatrove.pipeline.tokens import DocumentTokenizer
+
+    step = DocumentTokenizer(output_folder=str(work / "dt"), tokenizer_name_or_path=str(DEFAULT_TOKENIZER),
+                             eos_token=EOS_TOKEN, batch_size=batch, shuffle_documents=False)
+    step.run((Document(text=d["text"], id=d["id"], metadata={"domain": d["domain"]}) for d in docs), rank=0)
+    return sum(os.path.getsize(p) for p in (work / "dt").glob("*.ds")) // 2
+
+
+def run_encode_only(docs: list[dict], batch: int, tok) -> int:
+    n = 0
+    texts = [d["text"] for d in docs]
+    for s in range(0, len(texts), batch):
+        n += sum(len(e.ids) + 1 for e in tok.encode_batch_fast(texts[s:s + batch], add_special_tokens=False))
+    return n
+
+
+def markdown(res: dict) -> str:
+    c, m = res["config"], res["machine"]
+    rows = res["results"]
+    dt = rows["datatrove DocumentTokenizer"]["tokens_per_s"]
+    lines = [README_BEGIN, f"Command: `{c['command']}`  ",
+             f"Machine: {m['cpu_model']}, nproc {m['nproc']}, pinned to core {m['pinned_to']} (load average "
+             f"{res['loadavg_start'][0]} at start, {res['loadavg_end'][0]} at end); "
+             + ", ".join(f"{k} {v}" for k, v in m["versions"].items() if v) + "  ",
+             f"Text: {c['documents']:,} documents, {c['mb']:.1f} MB, {c['tokens']:,} tokens (EOS included); "
+             f"median of {c['repeats']} runs; batches of {c['batch_size']}.", "",
+             "| system | tokens/s/core | MB/s/core | ratio (vs datatrove) |", "|---|---:|---:|---:|"]
+    for name, r in rows.items():
+        lines.append(f"| {name} | {r['tokens_per_s']:,.0f} | {r['mb_per_s']:.2f} | "
+                     f"{'**%.2fx**' % (r['tokens_per_s'] / dt)} |")
+    lines.append(README_END)
+    return "\n".join(lines)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--batch-size", type=int, default=1024)
+    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "tokenize.json"))
+    ap.add_argument("--readme", default=str(ROOT / "benchmarks" / "README.md"))
+    args = ap.parse_args()
+    from loguru import logger
+    from tokenizers import Tokenizer
+
+    logger.remove()  # datatrove logs through loguru
+    load_start = open("/proc/loadavg").read().split()[:3]
+    docs = corpus()
+    mb = sum(len(d["text"].encode()) for d in docs) / 1e6
+    tok = Tokenizer.from_file(str(DEFAULT_TOKENIZER))
+    systems = {"datacurate tokenize + decompose + write": lambda w: run_datacurate(docs, args.batch_size, w),
+               "datatrove DocumentTokenizer": lambda w: run_datatrove(docs, args.batch_size, w),
+               "encode_batch_fast alone (floor)": lambda w: run_encode_only(docs, args.batch_size, tok)}
+    times: dict = {k: [] for k in systems}
+    tokens: dict = {}
+    for _ in range(args.repeats):
+        for name, fn in systems.items():
+            work = Path(tempfile.mkdtemp(prefix="bench-tok-"))
+            t0 = time.perf_counter()
+            tokens[name] = fn(work)
+            times[name].append(time.perf_counter() - t0)
+            shutil.rmtree(work)
+    assert len(set(tokens.values())) == 1, f"token counts differ: {tokens}"
+    n = next(iter(tokens.values()))
+    res = {"config": {"command": "PYTHONPATH=. benchmarks/.venv/bin/python benchmarks/bench_tokenize.py",
+                      "repeats": args.repeats, "batch_size": args.batch_size, "documents": len(docs), "mb": mb,
+                      "tokens": n, "tokenizer": str(DEFAULT_TOKENIZER.relative_to(ROOT))},
+           "machine": machine_info(["datatrove", "tokenizers", "pyarrow", "numpy"]),
+           "loadavg_start": load_start, "loadavg_end": open("/proc/loadavg").read().split()[:3],
+           "results": {k: {"seconds": statistics.median(v), "runs": v, "tokens_per_s": n / statistics.median(v),
+                           "mb_per_s": mb / statistics.median(v)} for k, v in times.items()}}
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(res, indent=2) + "\n")
+    body = markdown(res)
+    readme = Path(args.readme)
+    text = readme.read_text()
+    if README_BEGIN in text:
+        text = text[: text.index(README_BEGIN)] + body + text[text.index(README_END) + len(README_END):]
+        readme.write_text(text)
+    print(body)
+
+
+if __name__ == "__main__":
+    main()
