@@ -33,9 +33,10 @@ import os
 os.environ["RAYON_NUM_THREADS"] = "1"
 os.environ["TOKENIZERS_PARALLELISM"] = "false"
 
-from _common import CORPUS, ROOT, machine_info, read_jsonl  # noqa: E402  first: pins the process to one core
+from _common import (  # noqa: E402  first: pins the process to one core
+    CORPUS, ROOT, bench_parser, loadavg, machine_info, read_jsonl, replace_block,
+)
 
-import argparse  # noqa: E402
 import json  # noqa: E402
 import shutil  # noqa: E402
 import statistics  # noqa: E402
@@ -132,17 +133,13 @@ def markdown(res: dict) -> str:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--batch-size", type=int, default=1024)
-    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "tokenize.json"))
-    ap.add_argument("--readme", default=str(ROOT / "benchmarks" / "README.md"))
-    args = ap.parse_args()
+    args = bench_parser(__doc__, "tokenize.json").parse_args()
+    import datatrove.pipeline.tokens  # noqa: F401 - imported before its log handler is removed
     from loguru import logger
     from tokenizers import Tokenizer
 
     logger.remove()  # datatrove logs through loguru
-    load_start = open("/proc/loadavg").read().split()[:3]
+    load_start = loadavg()
     docs = corpus()
     mb = sum(len(d["text"].encode()) for d in docs) / 1e6
     tok = Tokenizer.from_file(str(DEFAULT_TOKENIZER))
@@ -164,18 +161,13 @@ def main() -> None:
                       "repeats": args.repeats, "batch_size": args.batch_size, "documents": len(docs), "mb": mb,
                       "tokens": n, "tokenizer": str(DEFAULT_TOKENIZER.relative_to(ROOT))},
            "machine": machine_info(["datatrove", "tokenizers", "pyarrow", "numpy"]),
-           "loadavg_start": load_start, "loadavg_end": open("/proc/loadavg").read().split()[:3],
+           "loadavg_start": load_start, "loadavg_end": loadavg(),
            "results": {k: {"seconds": statistics.median(v), "runs": v, "tokens_per_s": n / statistics.median(v),
                            "mb_per_s": mb / statistics.median(v)} for k, v in times.items()}}
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(res, indent=2) + "\n")
-    body = markdown(res)
-    readme = Path(args.readme)
-    text = readme.read_text()
-    if README_BEGIN in text:
-        text = text[: text.index(README_BEGIN)] + body + text[text.index(README_END) + len(README_END):]
-        readme.write_text(text)
-    print(body)
+    replace_block(Path(args.readme), README_BEGIN, README_END, markdown(res))
+    print(markdown(res))
 
 
 if __name__ == "__main__":

@@ -121,3 +121,31 @@ def test_shard_dir_safety(tmp_path):
         ShardDataset(str(old))
     with pytest.raises(ValueError, match="does not fit"):
         shards.write_piece(str(old), "p", np.full((1, 64), 70000), np.zeros(1), np.uint16)
+
+
+def test_pack_mode_through_ray_with_mixture_file(ray_session, tmp_path, write_jsonl):
+    """The engine path of mode: pack, weights from a DoReMi-style file, tiny and empty documents."""
+    from datacurate.config import load_config
+    from datacurate.engine import run_pipeline
+
+    prose = "The committee met on Tuesday to discuss the budget for the coming year. " * 8
+    records = [{"id": f"n{i}", "text": prose * (1 + i % 3), "domain": "news"} for i in range(30)]
+    records += [{"id": f"w{i}", "text": prose[: 40 + 7 * i], "domain": "web"} for i in range(30)]
+    records += [{"id": "empty", "text": "", "domain": "web"}]
+    data = write_jsonl("docs.jsonl", records)
+    weights = tmp_path / "weights.json"
+    weights.write_text(json.dumps({"domain_weights": {"news": 0.25, "web": 0.75}}))
+    cfg = load_config({"input": str(data), "output": str(tmp_path / "out"), "ray": {"progress": False},
+                       "stages": [{"tokenize": {}}, {"decompose": {"mode": "pack", "seq_len": 128,
+                                                                   "mixture_file": str(weights)}}]})
+    report = run_pipeline(cfg)
+    assert report["totals"]["accounted"] and report["rejected_by_reason"] == {"tokenize/empty": 1}
+    m = report["stages"]["decompose"]["metrics"]
+    assert m["tokens_in"] == report["stages"]["tokenize"]["metrics"]["tokens"] == m["tokens_in_buckets"] + m["tokens_dropped"]
+    man, buckets = memmap_only(str(tmp_path / "out" / "shards"))
+    assert list(buckets) == [128] and man["mode"] == "pack" and man["mixture"]["source"] == str(weights)
+    tokens, domains = buckets[128]
+    share_web = float(np.mean(domains == man["domains"].index("web")))
+    assert abs(share_web - 0.75) < 0.1 and m["tokens_written"] == tokens.size
+    eos = man["tokenizer"]["eos_id"]
+    assert np.any(tokens == eos)  # packed sequences span documents, separated by EOS

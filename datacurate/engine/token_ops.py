@@ -19,6 +19,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from datacurate import shards
 from datacurate.config import PipelineConfig, StageSpec, to_dict
 from datacurate.engine.process import decisions_dir, work_dir
 from datacurate.engine.ray_backend import quiet_data_context
@@ -28,7 +29,6 @@ from datacurate.schema import DOMAIN, ID, ORD
 from datacurate.stages import decompose as dc
 from datacurate.stages import mixture
 from datacurate.stages.tokenize import N_TOKENS, TOKENS
-from datacurate import shards
 
 
 def _per_file(batch: pa.Table, fn: Callable, kwargs: dict) -> Iterator[pa.Table]:
