@@ -57,3 +57,30 @@ def machine_info(packages: list[str]) -> dict:
             pkgs[p] = None
     return {"nproc": N_CPUS_VISIBLE, "cpu_model": model, "pinned_to": sorted(os.sched_getaffinity(0)),
             "python": platform.python_version(), "versions": pkgs}
+
+
+def bench_parser(doc: str, result_file: str, repeats: int = 3, batch_size: int = 1024):
+    """The options every side-by-side benchmark takes: repeats, batch size, result JSON, README."""
+    import argparse
+
+    ap = argparse.ArgumentParser(description=doc.split("\n")[0])
+    ap.add_argument("--repeats", type=int, default=repeats)
+    ap.add_argument("--batch-size", type=int, default=batch_size)
+    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / result_file))
+    ap.add_argument("--readme", default=str(ROOT / "benchmarks" / "README.md"))
+    return ap
+
+
+def replace_block(path: Path, begin: str, end: str, body: str) -> None:
+    """Put ``body`` (which starts with ``begin`` and ends with ``end``) in place of the
+    README block between those markers, or append it."""
+    text = path.read_text() if path.exists() else ""
+    if begin in text:
+        text = text[: text.index(begin)] + body + text[text.index(end) + len(end):]
+    else:
+        text = text.rstrip() + "\n\n" + body + "\n"
+    path.write_text(text)
+
+
+def loadavg() -> list[str]:
+    return open("/proc/loadavg").read().split()[:3]

@@ -32,7 +32,7 @@ sentence mode cuts spans rather than rejecting documents), so it is not 100 %.
 
 from __future__ import annotations
 
-from _common import CORPUS, ROOT, machine_info, read_jsonl  # first: pins the process to one core
+from _common import CORPUS, ROOT, machine_info, read_jsonl, replace_block  # first: pins the process to one core
 
 import argparse  # noqa: E402
 import gc  # noqa: E402
@@ -184,12 +184,7 @@ def markdown(res: dict) -> str:
 
 def update_readme(res: dict, path: Path) -> None:
     body = markdown(res)
-    text = path.read_text() if path.exists() else ""
-    if README_BEGIN in text:
-        text = text[: text.index(README_BEGIN)] + body + text[text.index(README_END) + len(README_END):]
-    else:
-        text = text.rstrip() + "\n\n" + body + "\n"
-    path.write_text(text)
+    replace_block(path, README_BEGIN, README_END, body)
 
 
 def main() -> None:

@@ -28,7 +28,7 @@ numbers move with the machine.
 
 from __future__ import annotations
 
-from _common import CORPUS, ROOT, machine_info, read_jsonl  # first: pins the process to one core
+from _common import CORPUS, ROOT, machine_info, read_jsonl, replace_block  # first: pins the process to one core
 
 import argparse  # noqa: E402
 import gc  # noqa: E402
@@ -365,12 +365,7 @@ def update_readme(res: dict, path: Path) -> None:
         + ", ".join(f"`{k}` {v}" for k, v in list(g["top_non_alpha_tokens"].items())[:8]) + ").",
         README_END,
     ])
-    text = path.read_text() if path.exists() else ""
-    if README_BEGIN in text:
-        text = text[: text.index(README_BEGIN)] + body + text[text.index(README_END) + len(README_END):]
-    else:
-        text = text.rstrip() + "\n\n" + body + "\n"
-    path.write_text(text)
+    replace_block(path, README_BEGIN, README_END, body)
 
 
 # ----------------------------------------------------------------------------- main

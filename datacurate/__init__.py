@@ -11,6 +11,8 @@ _LAZY = {
     "ExactDedup": "datacurate.stages.dedup_exact",
     "NearDedup": "datacurate.stages.dedup_near",
     "Dsir": "datacurate.stages.dsir",
+    "Tokenize": "datacurate.stages.tokenize",
+    "Decompose": "datacurate.stages.decompose",
     "load_config": "datacurate.config",
 }
 

@@ -91,6 +91,20 @@ def cmd_train_classifier(args) -> int:
     return 0
 
 
+def cmd_train_tokenizer(args) -> int:
+    from datacurate.tokenizer import file_sha256, iter_texts, load_tokenizer, train_tokenizer
+
+    tok = train_tokenizer(iter_texts(args.inputs), vocab_size=args.vocab_size, min_frequency=args.min_frequency,
+                          bos=args.bos)
+    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+    tok.save(args.out)
+    _, info = load_tokenizer(args.out)
+    bos = f", BOS {info.bos_token} = {info.bos_id}" if info.bos_id is not None else ""
+    print(f"{args.out}: vocab {info.vocab_size:,}, EOS {info.eos_token} = {info.eos_id}{bos}, "
+          f"sha256 {file_sha256(args.out)}")
+    return 0
+
+
 def cmd_dedup_eval(args) -> int:
     """Precision / recall of near dedup on known duplicate pairs, by true-Jaccard band."""
     import glob as _glob
@@ -175,6 +189,14 @@ def build_parser() -> argparse.ArgumentParser:
     tc.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                     help="override a parameter, e.g. fasttext.epoch=10, holdout_frac=0.1, positive_label=hq")
     tc.set_defaults(fn=cmd_train_classifier)
+    tt = sub.add_parser("train-tokenizer", help="train a byte-level BPE tokenizer on a run's kept text (or any input)")
+    tt.add_argument("inputs", nargs="+", metavar="RUN_DIR_OR_FILES",
+                    help="a run directory (its kept/ is read) or JSONL / Parquet files, directories, globs")
+    tt.add_argument("--vocab-size", type=int, default=8192, help="vocabulary size, special tokens included")
+    tt.add_argument("--min-frequency", type=int, default=2, help="merges need at least this many occurrences")
+    tt.add_argument("--bos", action="store_true", help="also add a <|bos|> token (EOS <|endoftext|> always)")
+    tt.add_argument("--out", required=True, help="tokenizer.json to write")
+    tt.set_defaults(fn=cmd_train_tokenizer)
     de = sub.add_parser("dedup-eval", help="precision / recall of near dedup on known duplicate pairs")
     de.add_argument("--generate", type=int, metavar="N", help="build N docs with planted near copies from --source")
     de.add_argument("--source", default="sample_data/corpus", help="JSONL texts to cut originals from (with --generate)")

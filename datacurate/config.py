@@ -289,7 +289,18 @@ def load_config(
             raise unknown_key(str(name), sorted(STAGES), f"stages[{i}]", what="stage")
         stage_cls = STAGES[name]
         cfg.stages.append(StageSpec(name, coerce(params, stage_cls.Config, f"stages[{i}].{name}")))
+    check_order(cfg.stages)
     return cfg
+
+
+def check_order(specs: list[StageSpec]) -> None:
+    """Every stage's ``requires`` (e.g. decompose needs tokenize) runs before it."""
+    from datacurate.stages import STAGES
+
+    for i, spec in enumerate(specs):
+        for need in getattr(STAGES[spec.name], "requires", ()):
+            if need not in [s.name for s in specs[:i]]:
+                raise ConfigError(f"stages[{i}].{spec.name}: needs a '{need}' stage before it")
 
 
 def dump_config(cfg: PipelineConfig) -> str:

@@ -125,6 +125,44 @@ def test_sample_dsir_selects_target_like_text(sample_run):
     assert max(frac, key=frac.get) == "fiction", frac
 
 
+def test_sample_token_shards(sample_run):
+    """tokenize + decompose: exact token accounting, shards readable with numpy.memmap alone."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    cfg, report, out = sample_run
+    tok, dec = report["stages"]["tokenize"]["metrics"], report["stages"]["decompose"]["metrics"]
+    assert dec["tokens_in"] == tok["tokens"] == dec["tokens_in_buckets"] + dec["tokens_dropped"]
+    kept = pq.read_table(out / "kept", columns=["n_tokens"])
+    rejected = pq.read_table(out / "rejected", columns=["n_tokens", "reject_stage"])
+    too_short = rejected.filter(pc.equal(rejected["reject_stage"], "decompose"))
+    assert pc.sum(kept["n_tokens"]).as_py() + (pc.sum(too_short["n_tokens"]).as_py() or 0) == dec["tokens_in"]
+    assert too_short.num_rows == dec["too_short"] == report["stages"]["decompose"]["rejected_total"]
+    assert "_tokens" not in pq.read_schema(next((out / "kept").glob("*.parquet"))).names
+
+    manifest = json.loads((out / "shards" / "manifest.json").read_text())
+    spec = next(s.config for s in cfg.stages if s.name == "decompose")
+    assert manifest["totals"] == {k: dec[k] for k in manifest["totals"]}
+    assert manifest["source_run"]["output"] == str(out)
+    written = {d: 0 for d in manifest["domains"]}
+    for b in manifest["buckets"].values():
+        L = b["seq_len"]
+        assert L & (L - 1) == 0 and 2**spec.min_log2 <= L <= 2**spec.max_log2
+        for f in b["files"]:
+            tokens = np.memmap(out / "shards" / f["tokens"], dtype=manifest["dtype"], mode="r", shape=(f["n"], L))
+            domains = np.memmap(out / "shards" / f["domains"], dtype="<u2", mode="r", shape=(f["n"],))
+            assert tokens.max() < manifest["tokenizer"]["vocab_size"]
+            for i, name in enumerate(manifest["domains"]):
+                written[name] += int((domains == i).sum()) * L
+    assert sum(written.values()) == dec["tokens_written"] == manifest["totals"]["tokens_written"]
+    # the mixture: each domain's share of the shard tokens is close to its configured weight
+    for name, weight in spec.mixture.items():
+        if name in manifest["mixture"]["missing_domains"]:
+            assert name not in written
+            continue
+        assert abs(written[name] / dec["tokens_written"] - weight) < 0.03, name
+
+
 def test_sample_config_saved(sample_run):
     cfg, _, out = sample_run
     again = load_config(out / "config.yaml")

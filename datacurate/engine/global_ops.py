@@ -16,7 +16,9 @@ import pyarrow as pa
 
 from datacurate.config import PipelineConfig, StageSpec
 from datacurate.engine.process import decisions_dir, work_dir
+from datacurate.engine.dsir_ops import run_dsir
 from datacurate.engine.ray_backend import quiet_data_context
+from datacurate.engine.token_ops import run_decompose
 from datacurate.io import write_atomic
 from datacurate.schema import ORD, TEXT
 from datacurate.stages import dedup_exact as ex
@@ -125,15 +127,11 @@ def run_exact_dedup(spec: StageSpec, cfg: PipelineConfig, seg_index: int) -> dic
     return metrics
 
 
-RUNNERS = {"exact_dedup": run_exact_dedup}
+RUNNERS = {"exact_dedup": run_exact_dedup, "dsir": run_dsir, "decompose": run_decompose}
 
 
 def run_global(spec: StageSpec, cfg: PipelineConfig, seg_index: int) -> dict:
     t0 = time.perf_counter()
-    if spec.name == "dsir":
-        from datacurate.engine.dsir_ops import run_dsir  # imports this module's neighbours
-
-        RUNNERS.setdefault("dsir", run_dsir)
     metrics = RUNNERS[spec.name](spec, cfg, seg_index)
     return {"metrics": metrics, "phase_seconds": time.perf_counter() - t0}
 
@@ -165,7 +163,7 @@ def _near_signatures(batch: pa.Table, cfg) -> pa.Table:
     })
 
 
-def _sig_matrix(col) -> "np.ndarray":
+def _sig_matrix(col):
     import numpy as np
 
     arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
@@ -298,9 +296,7 @@ def _near_write(group: pa.Table, out_dir: str, compression: str) -> pa.Table:
 
 
 def run_near_dedup(spec: StageSpec, cfg: PipelineConfig, seg_index: int) -> dict:
-    import numpy as np
     import pyarrow.compute  # noqa: F401 - used by _survivors through pa.compute
-    import ray.data
 
     from datacurate.stages import dedup_near as dn
 

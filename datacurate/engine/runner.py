@@ -10,12 +10,12 @@ import sys
 import time
 from typing import Callable
 
-from datacurate.config import ConfigError, PipelineConfig, dump_config
+from datacurate.config import ConfigError, PipelineConfig, check_order, dump_config
 from datacurate.engine.stats import finalize, format_funnel, merge
 from datacurate.io import plan_reads
 from datacurate.schema import INPUT_STAGE
 
-OWNED = ("kept", "rejected", "stats.json", "config.yaml", "_work")
+OWNED = ("kept", "rejected", "stats.json", "config.yaml", "_work", "shards")
 
 
 def prepare_output(cfg: PipelineConfig) -> None:
@@ -58,6 +58,7 @@ def run_pipeline(cfg: PipelineConfig, progress: bool | None = None, log: Callabl
     log = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
     t0 = time.perf_counter()
     tasks = plan_reads(cfg.input)  # fails fast on missing or unreadable inputs
+    check_order(cfg.stages)
     build_stages(cfg.stages)  # fails fast on a missing model file before Ray starts
     prepare_output(cfg)
     with open(os.path.join(cfg.output.path, "config.yaml"), "w") as f:

@@ -1,15 +1,19 @@
 """Stage registry: the YAML name of every stage -> its class."""
 
 from datacurate.stages.base import GlobalStage, Stage
+from datacurate.stages.decompose import Decompose, DecomposeConfig
 from datacurate.stages.dedup_exact import ExactDedup, ExactDedupConfig
 from datacurate.stages.dedup_near import NearDedup, NearDedupConfig
 from datacurate.stages.dsir import Dsir, DsirConfig
 from datacurate.stages.heuristics import Heuristics, HeuristicsConfig
 from datacurate.stages.langid import LangId, LangIdConfig
 from datacurate.stages.quality import Quality, QualityConfig
+from datacurate.stages.tokenize import Tokenize, TokenizeConfig
 from datacurate.stages.toxicity import Toxicity, ToxicityConfig
 
-STAGES: dict[str, type[Stage]] = {cls.name: cls for cls in (LangId, Heuristics, Quality, Toxicity, ExactDedup, NearDedup, Dsir)}
+STAGES: dict[str, type[Stage]] = {cls.name: cls for cls in (LangId, Heuristics, Quality, Toxicity, ExactDedup, NearDedup,
+                                                              Dsir, Tokenize, Decompose)}
 
-__all__ = ["STAGES", "Stage", "GlobalStage", "ExactDedup", "ExactDedupConfig", "NearDedup", "NearDedupConfig", "Dsir", "DsirConfig", "LangId", "LangIdConfig", "Heuristics", "HeuristicsConfig",
-           "Quality", "QualityConfig", "Toxicity", "ToxicityConfig"]
+__all__ = ["STAGES", "Stage", "GlobalStage", "ExactDedup", "ExactDedupConfig", "NearDedup", "NearDedupConfig", "Dsir",
+           "DsirConfig", "LangId", "LangIdConfig", "Heuristics", "HeuristicsConfig", "Quality", "QualityConfig",
+           "Toxicity", "ToxicityConfig", "Tokenize", "TokenizeConfig", "Decompose", "DecomposeConfig"]

@@ -24,6 +24,7 @@ class Stage:
     name: ClassVar[str]
     Config: ClassVar[type]
     columns: ClassVar[dict[str, pa.DataType]] = {}
+    requires: ClassVar[tuple[str, ...]] = ()  # stages that must run earlier in the pipeline
 
     def __init__(self, config: Any = None, **params: Any):
         if config is None:
