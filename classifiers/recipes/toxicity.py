@@ -28,8 +28,9 @@ held-out sentences (``toxicity_handlabels.json``; guideline in classifiers/READM
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
-import random
+import os
 import re
 import sys
 import tempfile
@@ -46,7 +47,13 @@ from datacurate.classify import (  # noqa: E402
     write_card,
 )
 
-HANDLABELS = Path(__file__).resolve().parent / "toxicity_handlabels.json"
+HANDLABELS = Path(__file__).resolve().parent / "toxicity_handlabels.json"  # held-out side: evaluation only
+TRAINLABELS = Path(__file__).resolve().parent / "toxicity_trainlabels.json"  # train side: override the teacher
+VALID_SEED = 1  # the inner split (train files only) that picks the decision threshold
+POSITIVE_WEIGHT = 4
+FASTTEXT = FastTextParams(**{"dim": 32, "epoch": 20, "lr": 0.05, "word_ngrams": 1, "min_count": 1, **json.loads(os.environ.get("TOX_FT", "{}"))})
+UNLABELLED_POOL = os.environ.get("TOX_POOL", "drop")
+THRESHOLDS = [0.02, 0.03, 0.05, 0.07] + [round(0.05 * i, 2) for i in range(2, 19)]  # 0.02 ... 0.90
 LO, HI = 0.2, 0.8  # teacher probability: below LO -> ok, from HI -> toxic, between -> left out
 SENT_RE = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'(])")
 
@@ -64,17 +71,52 @@ def text_of(uid: str, sents: dict[str, list[str]]) -> str:
     return sents[group][int(i)]
 
 
-def build(work: Path, sents: dict[str, list[str]], lo: float, hi: float) -> dict:
+def load_labels(path: Path) -> tuple[str, dict[str, bool]]:
+    data = json.loads(path.read_text())
+    return data["how"], {h["id"]: bool(h["toxic"]) for h in data["labels"]}
+
+
+def build(work: Path, sents: dict[str, list[str]], lo: float, hi: float, seed: int, holdout_frac: float) -> dict:
+    """units.jsonl: every sentence with the teacher's label, or the hand label where the
+    training side has one (train files only: asserted against the held-out split)."""
     from profanity_check import predict_prob
 
     records = [{"id": f"{g}#{i}", "text": t} for g in sorted(sents) for i, t in enumerate(sents[g])]
     p = predict_prob([r["text"] for r in records])
     for r, pr in zip(records, p):
         r["label"] = "toxic" if pr >= hi else "ok" if pr < lo else "ambiguous"
+    _, hand = load_labels(TRAINLABELS)
+    _, evaluation = load_labels(HANDLABELS)
+    groups = np.array([r["id"].split("#")[0] for r in records], dtype=object)
+    test = heldout_mask(groups, holdout_frac, seed)
+    held = {r["id"] for r, t in zip(records, test) if t}
+    if held & set(hand) or set(evaluation) - held:
+        raise SystemExit("hand labels on the wrong side of the split: train labels must be in training files, "
+                         "evaluation labels in held-out files")
+    pool_left_out = 0
+    if UNLABELLED_POOL == "drop":  # the rest of the pool the hand labels were drawn from: the teacher is unreliable there
+        wl = wordlist_labels([r["text"] for r in records])
+        for r, t, pr, w in zip(records, test, p, wl):
+            if not t and r["id"] not in hand and len(r["text"]) < 400 and (pr >= 0.5 or w):
+                r["label"], pool_left_out = "ambiguous", pool_left_out + 1
+    changed = {"teacher_toxic_to_ok": 0, "teacher_ok_to_toxic": 0, "teacher_ambiguous_resolved": 0, "agree": 0}
+    for r in records:
+        if r["id"] in hand:
+            new = "toxic" if hand[r["id"]] else "ok"
+            key = ("agree" if new == r["label"] else "teacher_ambiguous_resolved" if r["label"] == "ambiguous"
+                   else f"teacher_{r['label']}_to_{new}")
+            changed[key] += 1
+            r["label"] = new
     sources.write_jsonl(work / "units.jsonl", records)
-    return {"sentences": len(records), "toxic": int((p >= hi).sum()), "ok": int((p < lo).sum()),
-            "ambiguous_left_out": int(((p >= lo) & (p < hi)).sum()),
-            "from_nlp_corpus": sum(r["id"].startswith("nlp/") for r in records)}
+    sources.write_jsonl(work / "units_train.jsonl", [r for r, t in zip(records, test) if not t])
+    labels = np.array([r["label"] for r in records])
+    return {"sentences": len(records), "toxic": int((labels == "toxic").sum()), "ok": int((labels == "ok").sum()),
+            "ambiguous_left_out": int((labels == "ambiguous").sum()),
+            "from_nlp_corpus": sum(r["id"].startswith("nlp/") for r in records),
+            "teacher": {"toxic": int((p >= hi).sum()), "ok": int((p < lo).sum()),
+                        "ambiguous": int(((p >= lo) & (p < hi)).sum())},
+            "hand_labels_train_side": {"n": len(hand), "toxic": sum(hand.values()), **changed},
+            "unlabelled_pool_left_out": pool_left_out}
 
 
 def wordlist_labels(texts: list[str]) -> np.ndarray:
@@ -86,7 +128,40 @@ def wordlist_labels(texts: list[str]) -> np.ndarray:
     return hits > 0
 
 
-def heldout_checks(model: Path, work: Path, seed: int, holdout_frac: float, sents) -> dict:
+def weighted_prf(pred: np.ndarray, y: np.ndarray, w: np.ndarray) -> dict:
+    """Precision / recall / F1 with each sentence counted w times (post-stratified estimate)."""
+    tp, fp, fn = (float(w[pred & y].sum()), float(w[pred & ~y].sum()), float(w[~pred & y].sum()))
+    p = tp / (tp + fp) if tp + fp else 0.0
+    r = tp / (tp + fn) if tp + fn else 0.0
+    return {"precision": round(p, 4), "recall": round(r, 4), "f1": round(2 * p * r / (p + r), 4) if p + r else 0.0,
+            "estimated_positives": round(tp + fn, 1)}
+
+
+def hand_label_report(student: np.ndarray, threshold: float, teacher: np.ndarray, wordlist: np.ndarray,
+                      hand: dict) -> dict:
+    """The three scorers on the evaluation hand labels: the whole (stratified) set, the
+    random draws alone, and a post-stratified estimate for the whole held-out pool."""
+    labels = hand["labels"]
+    y = np.array([h["toxic"] for h in labels], dtype=bool)
+    rand = np.array([h["stratum"] == "random" for h in labels])
+    inpool = np.array([h["flagged_pool"] for h in labels])
+    pool = hand["pool"]
+    w = np.where(inpool, pool["flagged"] / inpool.sum(), pool["unflagged"] / (rand & ~inpool).sum())
+    w[~inpool & ~rand] = 0.0  # cannot happen (a flagged draw is in the pool); kept explicit
+    scorers = {"student": (student, threshold), "teacher": (teacher, 0.5), "wordlist": (wordlist, 0.5)}
+    out = {"how": hand["how"], "student_threshold": threshold}
+    for name, sel in (("all", np.ones(len(y), bool)), ("random_draws_only", rand)):
+        out[name] = {k: binary_metrics(s[sel], y[sel], t) for k, (s, t) in scorers.items()}
+    out["all"]["student_at_0.5"] = binary_metrics(student, y, 0.5)
+    out["post_stratified_estimate"] = {
+        "how": f"each labelled sentence of the flagged pool weighs {pool['flagged']} / (labelled ones in it), each of "
+               f"the unflagged pool (random draws only) {pool['unflagged']} / (labelled ones in it): an estimate for "
+               "all held-out nlp-corpus sentences under 400 chars; few unflagged positives, so recall is uncertain",
+        **{k: weighted_prf(s >= t, y, w) for k, (s, t) in scorers.items()}}
+    return out
+
+
+def heldout_checks(model: Path, work: Path, seed: int, holdout_frac: float, sents, threshold: float) -> dict:
     """The student against the teacher at 0.5 on every held-out sentence (ambiguous ones
     included), and against label sets obtained independently of the teacher."""
     from profanity_check import predict_prob
@@ -99,40 +174,38 @@ def heldout_checks(model: Path, work: Path, seed: int, holdout_frac: float, sent
     student = np.nan_to_num(scorer.score(texts))
     teacher = predict_prob(texts)
     wl = wordlist_labels(texts)
-    out = {"teacher_at_0.5_every_heldout_sentence": binary_metrics(student, teacher >= 0.5),
+    out = {"teacher_at_0.5_every_heldout_sentence": binary_metrics(student, teacher >= 0.5, threshold),
            "wordlist_labels": {
                "how": "every held-out sentence; label = any whole-word match of the English LDNOOBW list "
                       "(the stage's word rule); independent of the teacher, but blunt (names, period usage)",
-               "student": binary_metrics(student, wl), "teacher": binary_metrics(teacher, wl)}}
-    if HANDLABELS.is_file():
-        hand = json.loads(HANDLABELS.read_text())
-        ids = [h["id"] for h in hand["labels"]]
-        y = np.array([h["toxic"] for h in hand["labels"]], dtype=bool)
-        ht = [text_of(i, sents) for i in ids]
-        out["hand_labels"] = {
-            "how": hand["how"],
-            "student": binary_metrics(np.nan_to_num(scorer.score(ht)), y),
-            "teacher": binary_metrics(predict_prob(ht), y),
-            "wordlist": binary_metrics(wordlist_labels(ht).astype(float), y)}
+               "student": binary_metrics(student, wl, threshold), "teacher": binary_metrics(teacher, wl)}}
+    hand = json.loads(HANDLABELS.read_text())
+    ht = [text_of(h["id"], sents) for h in hand["labels"]]
+    out["hand_labels"] = hand_label_report(np.nan_to_num(scorer.score(ht)), threshold, predict_prob(ht),
+                                           wordlist_labels(ht).astype(float), hand)
     return out
 
 
-def handlabel_sample(work: Path, seed: int, holdout_frac: float, model: Path, n: int) -> None:
-    """Print held-out nlp-corpus sentences to label by hand: half where the teacher, the
-    student or the word list fires, half at random (a one-off; labels are then frozen)."""
-    from profanity_check import predict_prob
-
-    recs = [json.loads(x) for x in (work / "units.jsonl").open()]
-    recs = [r for r in recs if r["id"].startswith("nlp/") and len(r["text"]) < 400]
-    groups = np.array([r["id"].split("#")[0] for r in recs], dtype=object)
-    recs = [r for r, t in zip(recs, heldout_mask(groups, holdout_frac, seed)) if t]
-    texts = [r["text"] for r in recs]
-    flag = (predict_prob(texts) >= 0.5) | wordlist_labels(texts) | (FastTextScorer(model, "toxic").score(texts) >= 0.5)
-    rng = random.Random(f"{seed}-handlabel")
-    pick = rng.sample([r for r, f in zip(recs, flag) if f], n // 2) + rng.sample(recs, n - n // 2)
-    rng.shuffle(pick)
-    for r in pick:
-        print(json.dumps({"id": r["id"], "text": r["text"]}, ensure_ascii=False))
+def pick_threshold(cfg: TrainConfig, work: Path, sents) -> dict:
+    """Train the same model on the training files minus a validation fifth of them
+    (``VALID_SEED``), and pick the threshold with the best F1 on the training-side hand
+    labels that fall in that fifth. The evaluation labels are never looked at."""
+    inner = dataclasses.replace(cfg, output=str(work / "inner.ftz"), data=[str(work / "units_train.jsonl")],
+                                seed=VALID_SEED)
+    card = train_classifier(inner)
+    _, hand = load_labels(TRAINLABELS)
+    ids = sorted(hand)
+    valid = heldout_mask(np.array([i.split("#")[0] for i in ids], dtype=object), cfg.holdout_frac, VALID_SEED)
+    ids = [i for i, v in zip(ids, valid) if v]
+    y = np.array([hand[i] for i in ids], dtype=bool)
+    s = np.nan_to_num(FastTextScorer(work / "inner.ftz", "toxic").score([text_of(i, sents) for i in ids]))
+    f1 = {t: binary_metrics(s, y, t)["f1"] for t in THRESHOLDS}
+    best = max(THRESHOLDS, key=lambda t: (f1[t], -abs(t - 0.5)))  # ties: nearer 0.5
+    return {"how": "inner model: same data and parameters, trained on the training files only, with a fifth of them "
+                   f"(seed {VALID_SEED}) held out; threshold = best F1 on the training-side hand labels in that fifth",
+            "threshold": best, "validation_hand_labels": binary_metrics(s, y, best),
+            "f1_by_threshold": {f"{t:.2f}": v for t, v in f1.items()},
+            "inner_heldout_teacher_labels": {k: card["heldout"][k] for k in ("n", "n_positive", "f1", "roc_auc")}}
 
 
 def main() -> None:
@@ -140,42 +213,49 @@ def main() -> None:
     ap.add_argument("--out", default=str(sources.ROOT / "classifiers" / "toxicity.ftz"))
     ap.add_argument("--work", default=None, help="where the labelled JSONL goes (default: a temp dir)")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--handlabel-sample", type=int, default=0, help="print N held-out sentences to label, then exit")
     args = ap.parse_args()
     t0 = time.perf_counter()
     sents = source_sentences()
+    holdout_frac = 0.2
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(args.work or tmp)
-        made = build(work, sents, LO, HI)
+        made = build(work, sents, LO, HI, args.seed, holdout_frac)
         cfg = TrainConfig(
             output=args.out, name="toxicity", data=[str(work / "units.jsonl")], label_field="label",
-            positive_label="toxic", negative_label="ok", seed=args.seed, lowercase=True, positive_weight=4,
-            fasttext=FastTextParams(dim=32, epoch=20, lr=0.05, word_ngrams=1, min_count=1),
-            quantize=QuantizeParams(cutoff=30_000),
+            positive_label="toxic", negative_label="ok", seed=args.seed, holdout_frac=holdout_frac,
+            lowercase=True, positive_weight=POSITIVE_WEIGHT, fasttext=FASTTEXT, quantize=QuantizeParams(cutoff=30_000),
             notes={
                 "task": "offensive / profane vs benign English text, per sentence",
-                "labels": f"distilled: alt-profanity-check predict_prob >= {HI} -> toxic, < {LO} -> ok, "
-                          "in between left out (its calibrated linear SVM was trained on ~200k human-labelled "
-                          "tweets and Wikipedia comments); no human labelled these sentences",
+                "labels": f"distilled, with hand corrections: alt-profanity-check predict_prob >= {HI} -> toxic, "
+                          f"< {LO} -> ok, in between left out (its calibrated linear SVM was trained on ~200k "
+                          "human-labelled tweets and Wikipedia comments), except for training-side sentences "
+                          "labelled by hand (recipes/toxicity_trainlabels.json), whose hand label replaces the "
+                          "teacher's",
                 "data": "single sentences: all nlp-corpus sentences, the Brown corpus (minus sample_data "
-                        "target/) and the English man pages; toxic ones written 4x (positive_weight)",
-                "limits": "English only; learns the teacher's notion (profanity, insults and slurs, mostly "
-                          "lexical) with its errors: mild words ('crap', 'stupid') count, names like 'Dick' and "
-                          "1960s usage can fire, implicit hate without slurs is missed; the primary held-out "
-                          "metric leaves out the sentences the teacher is unsure of (see "
-                          "heldout_checks for every sentence)",
+                        f"target/) and the English man pages; toxic ones written {POSITIVE_WEIGHT}x (positive_weight)",
+                "primary_metric": "heldout_checks.hand_labels: F1 against hand labels of held-out nlp-corpus "
+                                  "sentences (recipes/toxicity_handlabels.json) at the threshold chosen on the "
+                                  "training side; 'heldout' is against the teacher's confident labels only",
+                "limits": "English only; hand labels are one AI annotator's single pass (no second labeller); the "
+                          "evaluation set over-samples sentences where the teacher / word list / first student "
+                          "fire; most training labels are still the teacher's (mild words, names, 1960s usage); "
+                          "implicit hate without slurs is missed",
                 "recipe": "classifiers/recipes/toxicity.py",
             })
+        chosen = pick_threshold(cfg, work, sents)
+        cfg.threshold = chosen["threshold"]
         card = train_classifier(cfg)
         card["data"] = json.loads(json.dumps(card["data"]).replace(str(work), "<work>"))
         card["data"]["built"] = made
-        if args.handlabel_sample:
-            handlabel_sample(work, args.seed, cfg.holdout_frac, Path(args.out), args.handlabel_sample)
-            return
-        card["heldout_checks"] = heldout_checks(Path(args.out), work, args.seed, cfg.holdout_frac, sents)
+        card["decision_threshold"] = chosen
+        card["heldout_checks"] = heldout_checks(Path(args.out), work, args.seed, holdout_frac, sents,
+                                                chosen["threshold"])
     card["recipe_seconds"] = round(time.perf_counter() - t0, 1)
     write_card(args.out, card)
-    print(json.dumps({k: card[k] for k in ("size_bytes", "data", "heldout", "heldout_checks", "recipe_seconds")},
+    hl = card["heldout_checks"]["hand_labels"]
+    print(json.dumps({"sha256": card["sha256"], "size_bytes": card["size_bytes"], "heldout": card["heldout"],
+                      "threshold": chosen, "hand_all": hl["all"], "hand_random": hl["random_draws_only"],
+                      "post_stratified": hl["post_stratified_estimate"], "recipe_seconds": card["recipe_seconds"]},
                      indent=1))
 
 
