@@ -2,13 +2,14 @@
 
 Two rules, each can be turned off:
 
-* ``classifier``: a fastText model distilled, sentence by sentence, from
-  alt-profanity-check's linear model (trained on human-labelled comments); Dolma
-  (Soldaini et al. 2024) likewise scored sentences with fastText classifiers trained on
-  Jigsaw toxic comments. With ``granularity: sentence`` (default) every sentence is
-  scored and ``toxicity_score`` is their mean P(toxic), the expected share of toxic
-  sentences (``aggregate: max`` takes the worst sentence instead: one "hell" in a novel
-  then rejects it); ``line`` does the same per line, ``document`` scores the whole text
+* ``classifier``: a fastText model trained sentence by sentence on alt-profanity-check's
+  labels (a linear model trained on human-labelled comments), corrected by hand where
+  that teacher fires (classifiers/README.md); Dolma (Soldaini et al. 2024) likewise
+  scored sentences with fastText classifiers trained on Jigsaw toxic comments. With
+  ``granularity: sentence`` (default) every sentence is scored and ``toxicity_score`` is
+  their mean P(toxic) (the shipped model's scores are not calibrated: its card's
+  ``decision_threshold`` for one sentence is 0.03, so read the mean as a ranking;
+  ``aggregate: max`` takes the worst sentence instead); ``line`` does the same per line, ``document`` scores the whole text
   at once. Reject above ``max_score`` -> ``toxicity/model_score``. English only by
   default: with a ``lang`` column, rows of other languages get a null score.
 * ``wordlist``: C4 (Raffel et al. 2020) removed every page containing a word of the
@@ -55,7 +56,7 @@ class ClassifierRuleConfig:
     enabled: bool = True
     model: Optional[str] = None  # fastText model; null = classifiers/toxicity.ftz
     label: str = "toxic"  # the model label whose probability is toxicity_score
-    max_score: float = 0.1  # reject above this score (sentence mean: above 10 % toxic sentences)
+    max_score: float = 0.1  # reject above this score (sentence granularity: mean P(toxic) of the sentences)
     languages: Optional[list[str]] = field(default_factory=lambda: ["en"])  # score rows with these lang values; null = all
     granularity: Literal["sentence", "line", "document"] = "sentence"  # the unit the model scores
     aggregate: Literal["mean", "max"] = "mean"  # sentence / line: how unit scores make the document's
