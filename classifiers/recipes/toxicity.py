@@ -1,7 +1,7 @@
 """Retrain ``classifiers/toxicity.ftz`` from scratch: offensive vs benign English text.
 
     .venv/bin/pip install -e ".[recipes]"                  # alt-profanity-check (+ scikit-learn)
-    .venv/bin/python classifiers/recipes/toxicity.py       # ~3-5 min on one core (5 fastText trainings)
+    .venv/bin/python classifiers/recipes/toxicity.py       # ~4-6 min on one core (7 fastText trainings)
 
 Units are single sentences, as Dolma scored toxicity per sentence (the stage's default
 ``granularity: sentence``): all 100k nlp-corpus sentences (chat, SMS, lyrics, jokes,
@@ -14,21 +14,24 @@ Labels. The teacher is ``alt-profanity-check`` (a calibrated linear SVM on TF-ID
 trained on ~200k human-labelled tweets and Wikipedia comments): ``toxic`` at p >= 0.8,
 ``ok`` below 0.2, left out in between. Where it fires (p >= 0.5) or the LDNOOBW word list
 does, it is wrong most of the time by the guideline in classifiers/README.md ("stupid",
-"crap", "sex", "Negro" in 1961 prose, "Dick"). So training-side sentences of that pool were
-labelled by hand (``toxicity_trainlabels.json``, a uniform sample of the pool) and their
-hand label replaces the teacher's. For the rest of the pool, two policies are tried:
-``keep`` the teacher's label or ``drop`` the sentence.
+"crap", "sex", "Negro" in 1961 prose, "Dick"). So every training-side sentence of that
+pool (3,752) was labelled by hand (``toxicity_trainlabels.json``) and its hand label
+replaces the teacher's. Every toxic training label is a hand label (no training sentence
+of 400+ characters reaches p >= 0.8); the 'ok' ones are hand labels or the teacher's.
 
-Model selection uses the training files only: for each policy and positive weight, an
-inner model is trained on four fifths of the training files and scored on the hand
-labels of the other fifth; the candidate and decision threshold with the best F1 win,
-and the final model is trained on all training files.
+Model selection uses the training files only: for each candidate (``word_ngrams`` 1 or 2,
+toxic sentences written 2, 4 or 8 times), an inner model is trained on four fifths of the
+training files and scored on the hand labels of the other fifth; the candidate and
+decision threshold with the best F1 win, and the final model is trained on all training
+files. The card records the threshold (``decision_threshold.threshold``); the stage's
+``aggregate: share`` reads it from there.
 
 Evaluation (the card's ``heldout_checks.hand_labels``, the primary metric): hand labels of
-450 held-out nlp-corpus sentences (``toxicity_handlabels.json``: a flagged stratum where
-the teacher, the word list or the first student fires, and a random stratum), for the
+950 held-out nlp-corpus sentences (``toxicity_handlabels.json``: a flagged stratum where
+the teacher, the word list or the first student fires, and random draws), for the
 student, the teacher and the word list, on the whole set, the random draws alone and a
-post-stratified estimate. ``heldout`` (written by the trainer) is F1 against the teacher's
+post-stratified estimate; ``rounds_1_2`` repeats them for the first 450 labels, the set
+earlier models were scored on. ``heldout`` (written by the trainer) is F1 against the teacher's
 confident labels on the held-out files, which the hand-corrected student is no longer
 trying to match. ``heldout_checks`` also gives the student against the teacher at 0.5 and
 against the word list on every held-out sentence.
@@ -59,8 +62,9 @@ HANDLABELS = Path(__file__).resolve().parent / "toxicity_handlabels.json"  # hel
 TRAINLABELS = Path(__file__).resolve().parent / "toxicity_trainlabels.json"  # train side: override the teacher
 VALID_SEED = 1  # the inner split (train files only) that picks the decision threshold
 FASTTEXT = FastTextParams(dim=32, epoch=20, lr=0.05, word_ngrams=1, min_count=1)
-POSITIVE_WEIGHTS = [4, 8]  # candidates: each toxic training sentence written this many times; picked on validation
-POOL_POLICIES = ["drop", "keep"]  # unlabelled training sentences of the hand-label pool: see build(); picked on validation
+# candidates, picked on the training-side validation split: (word_ngrams, positive_weight = each toxic training
+# sentence written this many times)
+CANDIDATES = [(n, w) for n in (1, 2) for w in (2, 4, 8)]
 THRESHOLDS = [0.02, 0.03, 0.05, 0.07] + [round(0.05 * i, 2) for i in range(2, 19)]  # 0.02 ... 0.90
 LO, HI = 0.2, 0.8  # teacher probability: below LO -> ok, from HI -> toxic, between -> left out
 SENT_RE = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'(])")
@@ -86,11 +90,11 @@ def load_labels(path: Path) -> tuple[str, dict[str, bool]]:
 
 def build(work: Path, sents: dict[str, list[str]], lo: float, hi: float, seed: int, holdout_frac: float) -> dict:
     """Label every sentence: the teacher's label, or the hand label where the training side
-    has one (train files only: asserted against the held-out split). Writes, for each
-    policy of ``POOL_POLICIES``, ``units_<policy>.jsonl`` (all) and ``units_train_<policy>.jsonl``
-    (training files only): "keep" keeps the teacher's label on the training sentences of the
-    hand-label pool (teacher >= 0.5 or word list, < 400 chars) that have no hand label,
-    "drop" leaves them out."""
+    has one (train files only: asserted against the held-out split). Writes ``units.jsonl``
+    (all sentences) and ``units_train.jsonl`` (training files only). A training sentence of
+    the hand-label pool (teacher >= 0.5 or word list, < 400 chars) without a hand label
+    would keep the teacher's label; since every pool sentence is labelled, there are none
+    (``unlabelled_pool_train_side`` in the card)."""
     from profanity_check import predict_prob
 
     records = [{"id": f"{g}#{i}", "text": t} for g in sorted(sents) for i, t in enumerate(sents[g])]
@@ -116,19 +120,16 @@ def build(work: Path, sents: dict[str, list[str]], lo: float, hi: float, seed: i
     wl = wordlist_labels([r["text"] for r in records])
     pool = np.array([not t and r["id"] not in hand and len(r["text"]) < 400 and bool(pr >= 0.5 or w)
                      for r, t, pr, w in zip(records, test, p, wl)])
-    out = {"sentences": len(records), "from_nlp_corpus": sum(r["id"].startswith("nlp/") for r in records),
-           "teacher": {"toxic": int((p >= hi).sum()), "ok": int((p < lo).sum()),
-                       "ambiguous_left_out": int(((p >= lo) & (p < hi)).sum())},
-           "hand_labels_train_side": {"n": len(hand), "toxic": sum(hand.values()), **changed},
-           "unlabelled_pool_train_side": int(pool.sum())}
-    for policy in POOL_POLICIES:
-        recs = [dict(r, label="ambiguous") if policy == "drop" and u else r for r, u in zip(records, pool)]
-        sources.write_jsonl(work / f"units_{policy}.jsonl", recs)
-        sources.write_jsonl(work / f"units_train_{policy}.jsonl", [r for r, t in zip(recs, test) if not t])
-        labels = np.array([r["label"] for r in recs])
-        out[f"labels_{policy}"] = {"toxic": int((labels == "toxic").sum()), "ok": int((labels == "ok").sum()),
-                                   "left_out": int((labels == "ambiguous").sum())}
-    return out
+    sources.write_jsonl(work / "units.jsonl", records)
+    sources.write_jsonl(work / "units_train.jsonl", [r for r, t in zip(records, test) if not t])
+    labels = np.array([r["label"] for r in records])
+    return {"sentences": len(records), "from_nlp_corpus": sum(r["id"].startswith("nlp/") for r in records),
+            "teacher": {"toxic": int((p >= hi).sum()), "ok": int((p < lo).sum()),
+                        "ambiguous_left_out": int(((p >= lo) & (p < hi)).sum())},
+            "hand_labels_train_side": {"n": len(hand), "toxic": sum(hand.values()), **changed},
+            "unlabelled_pool_train_side": int(pool.sum()),
+            "labels": {"toxic": int((labels == "toxic").sum()), "ok": int((labels == "ok").sum()),
+                       "left_out": int((labels == "ambiguous").sum())}}
 
 
 def wordlist_labels(texts: list[str]) -> np.ndarray:
@@ -152,30 +153,40 @@ def weighted_prf(pred: np.ndarray, y: np.ndarray, w: np.ndarray) -> dict:
 def hand_label_report(student: np.ndarray, threshold: float, teacher: np.ndarray, wordlist: np.ndarray,
                       hand: dict) -> dict:
     """The three scorers on the evaluation hand labels: the whole (stratified) set, the
-    random draws alone, and a post-stratified estimate for the whole held-out pool."""
+    random draws alone, and a post-stratified estimate for the whole held-out pool; the
+    same for rounds 1-2 alone (the 450 labels earlier models were scored on)."""
     labels = hand["labels"]
     y = np.array([h["toxic"] for h in labels], dtype=bool)
     rand = np.array([h["stratum"] == "random" for h in labels])
     inpool = np.array([h["flagged_pool"] for h in labels])
     pool = hand["pool"]
-    w = np.where(inpool, pool["flagged"] / inpool.sum(), pool["unflagged"] / (rand & ~inpool).sum())
-    w[~inpool & ~rand] = 0.0  # cannot happen (a flagged draw is in the pool); kept explicit
     scorers = {"student": (student, threshold), "teacher": (teacher, 0.5), "wordlist": (wordlist, 0.5)}
-    out = {"how": hand["how"], "student_threshold": threshold}
-    for name, sel in (("all", np.ones(len(y), bool)), ("random_draws_only", rand)):
-        out[name] = {k: binary_metrics(s[sel], y[sel], t) for k, (s, t) in scorers.items()}
-    out["all"]["student_at_0.5"] = binary_metrics(student, y, 0.5)
-    pred = student >= threshold
-    out["all"]["student_errors"] = {"false_positives": int((pred & ~y).sum()), "misses": int((~pred & y).sum()),
-                                    "false_positives_in_unflagged_pool": int((pred & ~y & ~inpool).sum()),
-                                    "labelled_in_unflagged_pool": int((~inpool).sum()),
-                                    "toxic_in_unflagged_pool": int((y & ~inpool).sum())}
-    out["post_stratified_estimate"] = {
-        "how": f"each labelled sentence of the flagged pool weighs {pool['flagged']} / (labelled ones in it), each of "
-               f"the unflagged pool (random draws only) {pool['unflagged']} / (labelled ones in it): an estimate for "
-               "all held-out nlp-corpus sentences under 400 chars; few unflagged positives, so recall is uncertain",
-        **{k: weighted_prf(s >= t, y, w) for k, (s, t) in scorers.items()}}
-    return out
+
+    def report(sel: np.ndarray) -> dict:
+        w = np.where(inpool, pool["flagged"] / (inpool & sel).sum(), pool["unflagged"] / (rand & ~inpool & sel).sum())
+        w[~inpool & ~rand] = 0.0  # cannot happen (a flagged draw is in the pool); kept explicit
+        out = {"n": int(sel.sum()), "toxic": int(y[sel].sum())}
+        for name, sub in (("all", sel), ("random_draws_only", sel & rand)):
+            out[name] = {k: binary_metrics(sc[sub], y[sub], t) for k, (sc, t) in scorers.items()}
+        out["all"]["student_at_0.5"] = binary_metrics(student[sel], y[sel], 0.5)
+        pred = student >= threshold
+        out["all"]["student_errors"] = {
+            "false_positives": int((pred & ~y & sel).sum()), "misses": int((~pred & y & sel).sum()),
+            "false_positives_in_unflagged_pool": int((pred & ~y & ~inpool & sel).sum()),
+            "labelled_in_unflagged_pool": int((~inpool & sel).sum()),
+            "toxic_in_unflagged_pool": int((y & ~inpool & sel).sum()),
+            "toxic_in_unflagged_pool_caught": int((pred & y & ~inpool & sel).sum())}
+        out["post_stratified_estimate"] = {
+            "how": f"each labelled sentence of the flagged pool weighs {pool['flagged']} / (labelled ones in it), each "
+                   f"of the unflagged pool (random draws only) {pool['unflagged']} / (labelled ones in it): an "
+                   "estimate for all held-out nlp-corpus sentences under 400 chars; few unflagged positives, so "
+                   "recall is uncertain",
+            **{k: weighted_prf(sc[sel] >= t, y[sel], w[sel]) for k, (sc, t) in scorers.items()}}
+        return out
+
+    rounds12 = np.array([h.get("round", 1) in (1, 2) for h in labels])
+    return {"how": hand["how"], "student_threshold": threshold, **report(np.ones(len(y), bool)),
+            "rounds_1_2": report(rounds12)}
 
 
 def heldout_checks(model: Path, work: Path, seed: int, holdout_frac: float, sents, threshold: float) -> dict:
@@ -183,7 +194,7 @@ def heldout_checks(model: Path, work: Path, seed: int, holdout_frac: float, sent
     included), and against label sets obtained independently of the teacher."""
     from profanity_check import predict_prob
 
-    recs = [json.loads(x) for x in (work / "units_keep.jsonl").open()]  # every sentence (teacher + hand labels)
+    recs = [json.loads(x) for x in (work / "units.jsonl").open()]  # every sentence (teacher + hand labels)
     groups = np.array([r["id"].split("#")[0] for r in recs], dtype=object)
     test = heldout_mask(groups, holdout_frac, seed)
     texts = [r["text"] for r, t in zip(recs, test) if t]
@@ -203,11 +214,11 @@ def heldout_checks(model: Path, work: Path, seed: int, holdout_frac: float, sent
     return out
 
 
-def validate(cfg: TrainConfig, policy: str, work: Path, sents) -> dict:
+def validate(cfg: TrainConfig, work: Path, sents) -> dict:
     """Train ``cfg`` on the training files minus a validation fifth of them (``VALID_SEED``)
     and score the training-side hand labels that fall in that fifth: F1 at each threshold.
     The evaluation labels are never looked at."""
-    inner = dataclasses.replace(cfg, output=str(work / "inner.ftz"), data=[str(work / f"units_train_{policy}.jsonl")],
+    inner = dataclasses.replace(cfg, output=str(work / "inner.ftz"), data=[str(work / "units_train.jsonl")],
                                 seed=VALID_SEED)
     card = train_classifier(inner)
     _, hand = load_labels(TRAINLABELS)
@@ -218,23 +229,24 @@ def validate(cfg: TrainConfig, policy: str, work: Path, sents) -> dict:
     s = np.nan_to_num(FastTextScorer(work / "inner.ftz", "toxic").score([text_of(i, sents) for i in ids]))
     f1 = {t: binary_metrics(s, y, t)["f1"] for t in THRESHOLDS}
     best = max(THRESHOLDS, key=lambda t: (f1[t], -abs(t - 0.5)))  # ties: nearer 0.5
-    return {"pool_policy": policy, "positive_weight": cfg.positive_weight, "threshold": best,
+    return {"word_ngrams": cfg.fasttext.word_ngrams, "positive_weight": cfg.positive_weight, "threshold": best,
             "validation_hand_labels": binary_metrics(s, y, best),
             "f1_by_threshold": {f"{t:.2f}": v for t, v in f1.items()},
             "inner_heldout_teacher_labels": {k: card["heldout"][k] for k in ("n", "n_positive", "f1", "roc_auc")}}
 
 
 def choose(cfg: TrainConfig, work: Path, sents) -> dict:
-    """Pool policy, positive_weight and decision threshold with the best validation F1 (training side only)."""
-    runs = [validate(dataclasses.replace(cfg, positive_weight=w), policy, work, sents)
-            for policy in POOL_POLICIES for w in POSITIVE_WEIGHTS]
-    best = max(runs, key=lambda r: r["validation_hand_labels"]["f1"])
-    return {"how": "for each candidate (pool policy 'drop' or 'keep' for the unlabelled training sentences of the "
-                   "hand-label pool, times each positive_weight), an inner model is trained on the "
-                   f"training files only with a fifth of them (seed {VALID_SEED}) held out; the threshold with the "
-                   "best F1 on the training-side hand labels in that fifth is taken, and the candidate with the "
-                   "best such F1 wins. The evaluation hand labels play no part.",
-            "pool_policy": best["pool_policy"], "positive_weight": best["positive_weight"],
+    """word_ngrams, positive_weight and decision threshold with the best validation F1 (training side only)."""
+    runs = [validate(dataclasses.replace(cfg, positive_weight=w, fasttext=dataclasses.replace(cfg.fasttext,
+                                                                                             word_ngrams=n)),
+                     work, sents)
+            for n, w in CANDIDATES]
+    best = max(runs, key=lambda r: r["validation_hand_labels"]["f1"])  # ties: the first (fewer n-grams, lower weight)
+    return {"how": "for each candidate (word_ngrams 1 or 2, times positive_weight 2, 4 or 8), an inner model is "
+                   f"trained on the training files only with a fifth of them (seed {VALID_SEED}) held out; the "
+                   "threshold with the best F1 on the training-side hand labels in that fifth is taken, and the "
+                   "candidate with the best such F1 wins. The evaluation hand labels play no part.",
+            "word_ngrams": best["word_ngrams"], "positive_weight": best["positive_weight"],
             "threshold": best["threshold"], "candidates": runs}
 
 
@@ -253,7 +265,7 @@ def main() -> None:
         cfg = TrainConfig(
             output=args.out, name="toxicity", data=[], label_field="label",
             positive_label="toxic", negative_label="ok", seed=args.seed, holdout_frac=holdout_frac,
-            lowercase=True, positive_weight=POSITIVE_WEIGHTS[0], fasttext=FASTTEXT, quantize=QuantizeParams(cutoff=30_000),
+            lowercase=True, positive_weight=1, fasttext=FASTTEXT, quantize=QuantizeParams(cutoff=30_000),
             notes={
                 "task": "offensive / profane vs benign English text, per sentence",
                 "labels": f"distilled, with hand corrections: alt-profanity-check predict_prob >= {HI} -> toxic, "
@@ -267,17 +279,19 @@ def main() -> None:
                 "primary_metric": "heldout_checks.hand_labels: F1 against hand labels of held-out nlp-corpus "
                                   "sentences (recipes/toxicity_handlabels.json) at the threshold chosen on the "
                                   "training side; 'heldout' is against the teacher's confident labels only",
-                "limits": "English only; hand labels are one AI annotator's single pass (no second labeller); the "
+                "limits": "English only; every hand label is a single pass by one AI annotator (the training pool "
+                          "split between two annotators, no sentence labelled twice, no adjudication); the "
                           "evaluation set over-samples sentences where the teacher / word list / first student "
-                          "fire, and has only 3 toxic sentences among its random draws; the 'ok' training labels outside "
-                          "the hand-labelled pool are the teacher's (p < 0.2); the student saw few toxic sentences, "
-                          "so its score is not calibrated (use decision_threshold) and it misses rarer slurs, jokes "
-                          "and insults without profanity; implicit hate without slurs is missed",
+                          "fire, and has only 3 toxic sentences among its random draws; the 'ok' training labels "
+                          "outside the hand-labelled pool are the teacher's (p < 0.2), so toxic sentences that "
+                          "neither the teacher nor the word list flags are seen as 'ok' or not at all; the score is "
+                          "not calibrated (use decision_threshold); implicit hate without slurs is missed",
                 "recipe": "classifiers/recipes/toxicity.py",
             })
         chosen = choose(cfg, work, sents)
         cfg.threshold, cfg.positive_weight = chosen["threshold"], chosen["positive_weight"]
-        cfg.data = [str(work / f"units_{chosen['pool_policy']}.jsonl")]
+        cfg.fasttext = dataclasses.replace(FASTTEXT, word_ngrams=chosen["word_ngrams"])
+        cfg.data = [str(work / "units.jsonl")]
         card = train_classifier(cfg)
         card["data"] = json.loads(json.dumps(card["data"]).replace(str(work), "<work>"))
         card["data"]["built"] = made
