@@ -2,15 +2,20 @@
 
 Two rules, each can be turned off:
 
-* ``classifier``: a fastText model distilled, sentence by sentence, from
-  alt-profanity-check's linear model (trained on human-labelled comments); Dolma
-  (Soldaini et al. 2024) likewise scored sentences with fastText classifiers trained on
-  Jigsaw toxic comments. With ``granularity: sentence`` (default) every sentence is
-  scored and ``toxicity_score`` is their mean P(toxic), the expected share of toxic
-  sentences (``aggregate: max`` takes the worst sentence instead: one "hell" in a novel
-  then rejects it); ``line`` does the same per line, ``document`` scores the whole text
-  at once. Reject above ``max_score`` -> ``toxicity/model_score``. English only by
-  default: with a ``lang`` column, rows of other languages get a null score.
+* ``classifier``: a fastText model trained sentence by sentence on alt-profanity-check's
+  labels (a linear model trained on human-labelled comments), corrected by hand where
+  that teacher fires (classifiers/README.md); Dolma (Soldaini et al. 2024) likewise
+  scored sentences with fastText classifiers trained on Jigsaw toxic comments. With
+  ``granularity: sentence`` (default) every sentence is scored and ``toxicity_score`` is
+  made from their P(toxic) by ``aggregate``: ``mean`` (default), ``max`` (the worst
+  sentence), or ``share``: the share of sentences at or above ``unit_threshold``, by
+  default the one-sentence decision threshold recorded in the model's card
+  (``decision_threshold.threshold``). The shipped model's scores are not calibrated (its
+  threshold is far below 0.5), so its mean P(toxic) is a ranking, not a share of toxic
+  sentences; ``share`` is that share (pipelines/sample.yaml uses it). ``line`` does the
+  same per line, ``document`` scores the whole text at once. Reject above ``max_score``
+  -> ``toxicity/model_score``. English only by default: with a ``lang`` column, rows of
+  other languages get a null score.
 * ``wordlist``: C4 (Raffel et al. 2020) removed every page containing a word of the
   "List of Dirty, Naughty, Obscene or Otherwise Bad Words"; mC4 (Xue et al. 2021) did
   so per language, without word boundaries for ja / th / zh. The list is chosen per row
@@ -37,7 +42,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from datacurate.classify import FastTextScorer, score_histogram
+from datacurate.classify import FastTextScorer, load_card, score_histogram
 from datacurate.schema import TEXT
 from datacurate.stages.base import Stage, first_reason
 from datacurate.stages.quality import CLASSIFIERS, scored_rows
@@ -55,15 +60,22 @@ class ClassifierRuleConfig:
     enabled: bool = True
     model: Optional[str] = None  # fastText model; null = classifiers/toxicity.ftz
     label: str = "toxic"  # the model label whose probability is toxicity_score
-    max_score: float = 0.1  # reject above this score (sentence mean: above 10 % toxic sentences)
+    max_score: float = 0.1  # reject above this document score (see aggregate)
     languages: Optional[list[str]] = field(default_factory=lambda: ["en"])  # score rows with these lang values; null = all
     granularity: Literal["sentence", "line", "document"] = "sentence"  # the unit the model scores
-    aggregate: Literal["mean", "max"] = "mean"  # sentence / line: how unit scores make the document's
+    # sentence / line: how unit scores make the document's: mean P(label) | max (worst unit) | share of units
+    # at or above unit_threshold
+    aggregate: Literal["mean", "max", "share"] = "mean"
+    unit_threshold: Optional[float] = None  # aggregate share: one unit's decision threshold; null = the model card's
     max_chars: int = 100_000  # characters of each document given to the model
 
     def validate(self) -> None:
         if not 0.0 <= self.max_score <= 1.0:
             raise ValueError("max_score must be within [0, 1]")
+        if self.unit_threshold is not None and not 0.0 < self.unit_threshold <= 1.0:
+            raise ValueError("unit_threshold must be within (0, 1]")
+        if self.aggregate == "share" and self.granularity == "document":
+            raise ValueError("aggregate: share needs granularity sentence or line")
 
 
 @dataclass
@@ -145,6 +157,10 @@ class Toxicity(Stage):
         super().__init__(config, **params)
         clf = self.config.classifier
         self.scorer = FastTextScorer(clf.model or DEFAULT_MODEL, clf.label, clf.max_chars) if clf.enabled else None
+        self.unit_threshold = clf.unit_threshold
+        if clf.enabled and clf.aggregate == "share" and self.unit_threshold is None:
+            card = load_card(clf.model or DEFAULT_MODEL)  # the threshold its recipe chose, else its card's metrics'
+            self.unit_threshold = float(card.get("decision_threshold", card.get("heldout", {})).get("threshold", 0.5))
         self.wordlist = WordList(self.config.wordlist) if self.config.wordlist.enabled else None
 
     def metrics(self, table: pa.Table) -> dict:
@@ -167,6 +183,8 @@ class Toxicity(Stage):
             return np.zeros(0, np.float32)
         if clf.aggregate == "max":
             return np.nan_to_num(np.fmax.reduceat(per_unit, starts), nan=0.0)
+        if clf.aggregate == "share":  # 1 at or above the threshold, else 0; empty units stay NaN (not counted)
+            per_unit = np.where(np.isnan(per_unit), np.nan, (per_unit >= self.unit_threshold).astype(np.float32))
         n = np.add.reduceat((~np.isnan(per_unit)).astype(np.float32), starts)
         return np.add.reduceat(np.nan_to_num(per_unit, nan=0.0), starts) / np.maximum(n, 1.0)
 

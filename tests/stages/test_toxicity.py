@@ -4,13 +4,15 @@ Flagged words are taken from the shipped word lists (datacurate/resources/ldnoob
 rather than typed here; the classifier cases use common profanity, no slurs.
 """
 
+import re
+
 import numpy as np
 import pyarrow as pa
 import pytest
 
 from datacurate.config import ConfigError
 from datacurate.stages import Toxicity
-from datacurate.stages.toxicity import DEFAULT_LISTS, WordList, WordListRuleConfig
+from datacurate.stages.toxicity import DEFAULT_LISTS, SENTENCE_END, WordList, WordListRuleConfig
 from tests.texts import PROSE
 
 NO_BOUNDARY = {"ja", "th", "zh"}
@@ -136,6 +138,23 @@ def test_granularity_and_aggregate():
     assert whole.column("toxicity_score")[0].as_py() < worst
 
 
+def test_aggregate_share_counts_units_at_the_cards_threshold():
+    from datacurate.classify import load_card
+    from datacurate.stages.toxicity import DEFAULT_MODEL
+
+    abuse = "Shut up, you stupid fucking bitch."
+    t = table([PROSE + "\n" + abuse, PROSE, abuse + " " + abuse, ""])
+    share = Toxicity(classifier={"aggregate": "share"}, wordlist={"enabled": False})
+    assert share.unit_threshold == load_card(DEFAULT_MODEL)["decision_threshold"]["threshold"]
+    s = share(t).column("toxicity_score").to_pylist()
+    n = len([u for u in re.sub(SENTENCE_END, "\\1\n", PROSE).split("\n") if u.strip()]) + 1
+    assert s[0] == pytest.approx(1 / n) and s[1] == 0.0 and s[2] == 1.0 and s[3] == 0.0  # share of the sentences
+    loose = Toxicity(classifier={"aggregate": "share", "unit_threshold": 1e-9}, wordlist={"enabled": False})
+    assert loose.unit_threshold == 1e-9  # an explicit threshold wins over the card's
+    lo = loose(t).column("toxicity_score").to_pylist()
+    assert all(a >= b for a, b in zip(lo, s))  # a lower threshold counts no fewer sentences
+
+
 def test_only_listed_languages_are_scored(stage):
     out = stage(table(["Shut up, you stupid fucking bitch."] * 2, lang=pa.array(["en", "fr"])))
     assert out.column("toxicity_score").is_valid().to_pylist() == [True, False]
@@ -163,6 +182,8 @@ def test_metrics(stage):
 @pytest.mark.parametrize("params, message", [
     ({"classifier": {"max_score": 2}}, "max_score"),
     ({"classifier": {"granularity": "paragraph"}}, "is not one of"),
+    ({"classifier": {"aggregate": "share", "granularity": "document"}}, "needs granularity"),
+    ({"classifier": {"unit_threshold": 0}}, "unit_threshold"),
     ({"wordlist": {"min_matches": 0}}, "min_matches"),
     ({"wordlist": {"min_match": 1}}, "did you mean 'min_matches'"),
 ])
