@@ -46,7 +46,9 @@ import pyarrow.compute as pc
 from datacurate.schema import DOMAIN, ORD, REJECT_REASON, TEXT
 from datacurate.stages import wordpunct as wp
 from datacurate.stages.base import GlobalStage
-from datacurate.stages.textstats import mix
+from datacurate.stages.topk import gumbel, order, selected, top_k, uniform
+
+__all__ = ["Dsir", "DsirConfig", "order", "selected", "top_k", "uniform"]  # top-k helpers re-exported
 
 EPS = 1e-8  # the reference's floor inside the logs when there is no smoothing
 _SEP = "\ufdd0"  # a Unicode noncharacter: marks chunk boundaries while splitting
@@ -160,13 +162,6 @@ def kl(p_counts: np.ndarray, q_counts: np.ndarray, laplace: float) -> float:
     return float(np.sum(p * (np.log(p) - np.log(q))))
 
 
-def uniform(seed: int, ords: np.ndarray, chunks: np.ndarray, salt: int = 0) -> np.ndarray:
-    """(U,) uniforms in (0, 1) hashed from (seed, salt, position): independent of batching."""
-    key = mix(mix(np.full(len(ords), seed & (2**64 - 1), np.uint64), np.full(len(ords), salt, np.uint64)),
-              mix(ords.astype(np.uint64), chunks.astype(np.uint64)))
-    return ((key >> np.uint64(11)).astype(np.float64) + 0.5) / float(1 << 53)
-
-
 def raw_fit_mask(cfg: DsirConfig, units: Units) -> Optional[np.ndarray]:
     if cfg.raw_fit_fraction >= 1:
         return None
@@ -182,34 +177,9 @@ def sample_keys(cfg: DsirConfig, logw: np.ndarray, eligible: np.ndarray, units: 
     """log w + Gumbel noise (or log w alone for ``topk``); -inf where not eligible."""
     keys = logw.astype(np.float64).copy()
     if cfg.method == "gumbel":
-        keys += -np.log(-np.log(uniform(cfg.seed, units.ords, units.chunk)))
+        keys += gumbel(cfg.seed, units.ords, units.chunk)
     keys[~eligible] = -np.inf
     return keys
-
-
-def order(keys: np.ndarray, ords: np.ndarray, chunks: np.ndarray) -> np.ndarray:
-    """Indices by key descending, ties by input position: the one total order used everywhere."""
-    return np.lexsort((chunks, ords, -keys))
-
-
-def top_k(keys: np.ndarray, ords: np.ndarray, chunks: np.ndarray, k: int) -> np.ndarray:
-    """Indices of the k first units in :func:`order` among the eligible (finite-key) ones."""
-    finite = np.flatnonzero(np.isfinite(keys))
-    if len(finite) > k:  # a partial selection first: the sort then touches ~k rows
-        part = np.argpartition(-keys[finite], k - 1)[:k]
-        kth = keys[finite[part]].min()
-        finite = finite[keys[finite] >= kth]
-    return finite[order(keys[finite], ords[finite], chunks[finite])][:k]
-
-
-def selected(keys: np.ndarray, ords: np.ndarray, chunks: np.ndarray, threshold: Optional[tuple]) -> np.ndarray:
-    """Units at or before the k-th unit (key, ord, chunk) in :func:`order`; None: all eligible."""
-    ok = np.isfinite(keys)
-    if threshold is None:
-        return ok
-    k, o, c = threshold
-    after = (keys > k) | ((keys == k) & ((ords < o) | ((ords == o) & (chunks <= c))))
-    return ok & after
 
 
 def how_many(num_to_sample: Union[int, float], n_eligible: int) -> int:

@@ -241,3 +241,15 @@ def test_raw_fit_on_a_seeded_sample(mixture):
     assert 0.2 < ratio < 0.4
     kept = out.filter(pc.is_null(out["reject_reason"]))
     assert np.mean(np.asarray(kept["domain"]) == "learned") > 2.5 * np.mean(np.asarray(table["domain"]) == "learned")
+
+
+def test_top_k_edges():
+    from datacurate.stages.topk import selected, top_k
+
+    keys = np.array([1.0, 3.0, -np.inf, 3.0, 2.0])
+    ords, chunks = np.arange(5), np.zeros(5, np.int32)
+    assert list(top_k(keys, ords, chunks, 0)) == []
+    assert list(top_k(keys, ords, chunks, 2)) == [1, 3]  # a tie is broken by input position
+    assert list(top_k(keys, ords, chunks, 10)) == [1, 3, 4, 0]  # never the ineligible one
+    thr = (keys[1], ords[1], chunks[1])
+    assert list(np.flatnonzero(selected(keys, ords, chunks, thr))) == [1]
