@@ -16,8 +16,14 @@ trained on ~200k human-labelled tweets and Wikipedia comments): ``toxic`` at p >
 does, it is wrong most of the time by the guideline in classifiers/README.md ("stupid",
 "crap", "sex", "Negro" in 1961 prose, "Dick"). So every training-side sentence of that
 pool (3,752) was labelled by hand (``toxicity_trainlabels.json``) and its hand label
-replaces the teacher's. Every toxic training label is a hand label (no training sentence
-of 400+ characters reaches p >= 0.8); the 'ok' ones are hand labels or the teacher's.
+replaces the teacher's. A second pool was added after the evaluation rounds 1-3 were
+known, because the student's misses were mostly insults without swear words and jokes,
+which the teacher scores below 0.5 and the word list misses: every training-side
+sentence (< 400 chars) with teacher p in [0.1, 0.5) and no word-list hit (18,361; 179
+toxic) was labelled by hand too (``"pool": "teacher_0.1_0.5"``). Every toxic training
+label is a hand label (no training sentence of 400+ characters reaches p >= 0.8); the
+'ok' ones are hand labels or the teacher's (p < 0.2; under 400 chars, only p < 0.1
+without a word-list hit).
 
 Model selection uses the training files only: for each candidate (``word_ngrams`` 1 or 2,
 toxic sentences written 2, 4 or 8 times), an inner model is trained on four fifths of the
@@ -88,6 +94,11 @@ def load_labels(path: Path) -> tuple[str, dict[str, bool]]:
     return data["how"], {h["id"]: bool(h["toxic"]) for h in data["labels"]}
 
 
+def train_label_pools() -> dict[str, str]:
+    """Training-side hand label id -> its pool: 'flagged' (teacher >= 0.5 or word list) or 'teacher_0.1_0.5'."""
+    return {h["id"]: h.get("pool", "flagged") for h in json.loads(TRAINLABELS.read_text())["labels"]}
+
+
 def build(work: Path, sents: dict[str, list[str]], lo: float, hi: float, seed: int, holdout_frac: float) -> dict:
     """Label every sentence: the teacher's label, or the hand label where the training side
     has one (train files only: asserted against the held-out split). Writes ``units.jsonl``
@@ -110,6 +121,11 @@ def build(work: Path, sents: dict[str, list[str]], lo: float, hi: float, seed: i
         raise SystemExit("hand labels on the wrong side of the split: train labels must be in training files, "
                          "evaluation labels in held-out files")
     changed = {"teacher_toxic_to_ok": 0, "teacher_ok_to_toxic": 0, "teacher_ambiguous_resolved": 0, "agree": 0}
+    pools = train_label_pools()
+    by_pool = {k: {"n": 0, "toxic": 0} for k in sorted(set(pools.values()))}
+    for i, t in hand.items():
+        by_pool[pools[i]]["n"] += 1
+        by_pool[pools[i]]["toxic"] += int(t)
     for r in records:
         if r["id"] in hand:
             new = "toxic" if hand[r["id"]] else "ok"
@@ -120,14 +136,17 @@ def build(work: Path, sents: dict[str, list[str]], lo: float, hi: float, seed: i
     wl = wordlist_labels([r["text"] for r in records])
     pool = np.array([not t and r["id"] not in hand and len(r["text"]) < 400 and bool(pr >= 0.5 or w)
                      for r, t, pr, w in zip(records, test, p, wl)])
+    pool2 = np.array([not t and r["id"] not in hand and len(r["text"]) < 400 and 0.1 <= pr < 0.5 and not w
+                      for r, t, pr, w in zip(records, test, p, wl)])
     sources.write_jsonl(work / "units.jsonl", records)
     sources.write_jsonl(work / "units_train.jsonl", [r for r, t in zip(records, test) if not t])
     labels = np.array([r["label"] for r in records])
     return {"sentences": len(records), "from_nlp_corpus": sum(r["id"].startswith("nlp/") for r in records),
             "teacher": {"toxic": int((p >= hi).sum()), "ok": int((p < lo).sum()),
                         "ambiguous_left_out": int(((p >= lo) & (p < hi)).sum())},
-            "hand_labels_train_side": {"n": len(hand), "toxic": sum(hand.values()), **changed},
+            "hand_labels_train_side": {"n": len(hand), "toxic": sum(hand.values()), "by_pool": by_pool, **changed},
             "unlabelled_pool_train_side": int(pool.sum()),
+            "unlabelled_pool_teacher_0.1_0.5_train_side": int(pool2.sum()),
             "labels": {"toxic": int((labels == "toxic").sum()), "ok": int((labels == "ok").sum()),
                        "left_out": int((labels == "ambiguous").sum())}}
 
@@ -229,8 +248,12 @@ def validate(cfg: TrainConfig, work: Path, sents) -> dict:
     s = np.nan_to_num(FastTextScorer(work / "inner.ftz", "toxic").score([text_of(i, sents) for i in ids]))
     f1 = {t: binary_metrics(s, y, t)["f1"] for t in THRESHOLDS}
     best = max(THRESHOLDS, key=lambda t: (f1[t], -abs(t - 0.5)))  # ties: nearer 0.5
+    pools = train_label_pools()
+    in_pool = np.array([pools[i] for i in ids], dtype=object)
     return {"word_ngrams": cfg.fasttext.word_ngrams, "positive_weight": cfg.positive_weight, "threshold": best,
             "validation_hand_labels": binary_metrics(s, y, best),
+            "validation_by_pool": {k: binary_metrics(s[in_pool == k], y[in_pool == k], best)
+                                   for k in sorted(set(in_pool))},
             "f1_by_threshold": {f"{t:.2f}": v for t, v in f1.items()},
             "inner_heldout_teacher_labels": {k: card["heldout"][k] for k in ("n", "n_positive", "f1", "roc_auc")}}
 
@@ -271,20 +294,22 @@ def main() -> None:
                 "labels": f"distilled, with hand corrections: alt-profanity-check predict_prob >= {HI} -> toxic, "
                           f"< {LO} -> ok, in between left out (its calibrated linear SVM was trained on ~200k "
                           "human-labelled tweets and Wikipedia comments), except for training-side sentences "
-                          "labelled by hand (recipes/toxicity_trainlabels.json), whose hand label replaces the "
-                          "teacher's",
+                          "labelled by hand (recipes/toxicity_trainlabels.json: every one with teacher >= 0.5 or a "
+                          "word-list hit, and every one with teacher in [0.1, 0.5) and no word-list hit), whose "
+                          "hand label replaces the teacher's",
                 "data": "single sentences: all nlp-corpus sentences, the Brown corpus (minus sample_data "
                         "target/) and the English man pages; toxic ones written positive_weight times (chosen on "
                         "validation, see decision_threshold)",
                 "primary_metric": "heldout_checks.hand_labels: F1 against hand labels of held-out nlp-corpus "
                                   "sentences (recipes/toxicity_handlabels.json) at the threshold chosen on the "
                                   "training side; 'heldout' is against the teacher's confident labels only",
-                "limits": "English only; every hand label is a single pass by one AI annotator (the training pool "
-                          "split between two annotators, no sentence labelled twice, no adjudication); the "
+                "limits": "English only; every hand label is a single pass by one AI annotator (the training pools "
+                          "split between three annotators, no sentence labelled twice, no adjudication); the "
                           "evaluation set over-samples sentences where the teacher / word list / first student "
-                          "fire, and has only 3 toxic sentences among its random draws; the 'ok' training labels "
-                          "outside the hand-labelled pool are the teacher's (p < 0.2), so toxic sentences that "
-                          "neither the teacher nor the word list flags are seen as 'ok' or not at all; the score is "
+                          "fire, and has only 6 toxic sentences among its random draws; the 'ok' training labels "
+                          "outside the hand-labelled pools are the teacher's (p < 0.2; under 400 chars p < 0.1), so toxic "
+                          "sentences the teacher scores that low are seen as 'ok'; the second pool was added after "
+                          "the evaluation results were known; the score is "
                           "not calibrated (use decision_threshold); implicit hate without slurs is missed",
                 "recipe": "classifiers/recipes/toxicity.py",
             })
