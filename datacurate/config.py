@@ -294,13 +294,17 @@ def load_config(
 
 
 def check_order(specs: list[StageSpec]) -> None:
-    """Every stage's ``requires`` (e.g. decompose needs tokenize) runs before it."""
+    """Every stage's ``requires`` (e.g. decompose needs tokenize) runs before it, and no
+    stage that rewrites text runs after tokenize."""
     from datacurate.stages import STAGES
 
     for i, spec in enumerate(specs):
         for need in getattr(STAGES[spec.name], "requires", ()):
             if need not in [s.name for s in specs[:i]]:
                 raise ConfigError(f"stages[{i}].{spec.name}: needs a '{need}' stage before it")
+        if "tokenize" in [s.name for s in specs[:i]] and STAGES[spec.name].rewrites_text(spec.config):
+            raise ConfigError(f"stages[{i}].{spec.name}: rewrites the text of kept documents, so it must run "
+                              "before tokenize (the tokens would be of the old text)")
 
 
 def dump_config(cfg: PipelineConfig) -> str:

@@ -13,7 +13,7 @@ from typing import Any, Sequence
 import pyarrow as pa
 
 from datacurate.config import (
-    InputConfig, OutputConfig, PipelineConfig, RayConfig, StageSpec, coerce, load_config,
+    InputConfig, OutputConfig, PipelineConfig, RayConfig, StageSpec, check_order, coerce, load_config,
 )
 from datacurate.schema import BASE_COLUMNS, REJECT_COLUMNS, TEXT
 from datacurate.stages import Stage
@@ -23,6 +23,7 @@ class Pipeline:
     def __init__(self, stages: Sequence[Stage], ray: RayConfig | dict | None = None):
         self.stages = list(stages)
         self.ray = coerce(ray or {}, RayConfig, "ray")
+        check_order([StageSpec(s.name, s.config) for s in self.stages])
 
     @classmethod
     def from_yaml(cls, path: str, overrides: list[str] | None = None) -> "Pipeline":

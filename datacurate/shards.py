@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 
 import numpy as np
@@ -61,16 +62,30 @@ def write_piece(root: str, part: str, tokens: np.ndarray, domains: np.ndarray, d
     return {"tokens": rel + ".tokens.bin", "domains": rel + ".domains.bin", "n": int(n)}
 
 
+def check_dir(root: str, overwrite: bool) -> None:
+    """Refuse a non-empty ``root`` that is not a shard set, or a shard set without ``overwrite``."""
+    if not (os.path.isdir(root) and os.listdir(root)):
+        return
+    ours = [n for n in os.listdir(root) if n in (MANIFEST, "tokenizer.json") or
+            (re.fullmatch(r"len\d+", n) and os.path.isdir(os.path.join(root, n)))]
+    if not ours or (not os.path.exists(os.path.join(root, MANIFEST)) and len(ours) < len(os.listdir(root))):
+        raise ConfigError(f"decompose: output {root} is a non-empty directory that holds no token shards")
+    if not overwrite:
+        raise ConfigError(f"decompose: output {root} already holds shards; set output.overwrite: true")
+
+
 def prepare_dir(root: str, overwrite: bool) -> None:
-    """Make ``root`` ready for a new shard set: an earlier one (it has a manifest) is
-    removed when ``overwrite``; a non-empty directory that is not a shard set is refused."""
-    if os.path.isdir(root) and os.listdir(root):
-        if not os.path.exists(os.path.join(root, MANIFEST)) and not any(
-                d.startswith("len") for d in os.listdir(root)):
-            raise ConfigError(f"decompose: output {root} is a non-empty directory that holds no token shards")
-        if not overwrite:
-            raise ConfigError(f"decompose: output {root} already holds shards; set output.overwrite: true")
-        shutil.rmtree(root)
+    """Make ``root`` ready for a new shard set: an earlier one is removed when
+    ``overwrite`` (only its manifest, tokenizer copy and ``len<L>/`` folders: other files
+    stay); a non-empty directory that is not a shard set is refused."""
+    check_dir(root, overwrite)
+    if os.path.isdir(root):
+        for name in os.listdir(root):
+            path = os.path.join(root, name)
+            if name in (MANIFEST, "tokenizer.json"):
+                os.remove(path)
+            elif os.path.isdir(path) and re.fullmatch(r"len\d+", name):
+                shutil.rmtree(path)
     os.makedirs(root, exist_ok=True)
 
 

@@ -115,8 +115,9 @@ def test_shard_dir_safety(tmp_path):
     shards.write_manifest(str(old), shards.build_manifest([]))
     with pytest.raises(ConfigError, match="already holds shards"):
         shards.prepare_dir(str(old), overwrite=False)
+    (old / "README.txt").write_text("a note the user keeps beside the shards")
     shards.prepare_dir(str(old), overwrite=True)
-    assert os.listdir(old) == []
+    assert os.listdir(old) == ["README.txt"]  # only the shard set itself is removed
     with pytest.raises(FileNotFoundError, match="manifest.json"):
         ShardDataset(str(old))
     with pytest.raises(ValueError, match="does not fit"):

@@ -146,8 +146,6 @@ def run_dsir(spec: StageSpec, cfg: PipelineConfig, seg_index: int) -> dict:
         rows = list(map_items(tasks, _fit_target, {"c": c}).iter_rows())
         tgt = _sum(rows, "tgt", c.num_buckets)
         metrics.update(target_docs=sum(r["docs"] for r in rows), target_rejected=sum(r["rejected"] for r in rows))
-    if tgt.sum() == 0:
-        raise ValueError(f"dsir: the target ({c.target.path or c.target.domains}) holds no text")
     lr = ds.log_ratio(tgt, raw, c.laplace)
     k = ds.how_many(c.num_to_sample, eligible)
     wdir = os.path.join(cfg.output.path, "_work", f"dsir{seg_index}")

@@ -60,6 +60,11 @@ def run_pipeline(cfg: PipelineConfig, progress: bool | None = None, log: Callabl
     tasks = plan_reads(cfg.input)  # fails fast on missing or unreadable inputs
     check_order(cfg.stages)
     build_stages(cfg.stages)  # fails fast on a missing model file before Ray starts
+    for spec in cfg.stages:
+        if spec.name == "decompose":
+            from datacurate.engine.token_ops import check_decompose
+
+            check_decompose(spec, cfg)
     prepare_output(cfg)
     with open(os.path.join(cfg.output.path, "config.yaml"), "w") as f:
         f.write(dump_config(cfg))

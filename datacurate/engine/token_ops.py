@@ -13,16 +13,16 @@ from __future__ import annotations
 import glob
 import json
 import os
-from typing import Callable, Iterator
+from typing import Callable
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from datacurate import shards
-from datacurate.config import PipelineConfig, StageSpec, to_dict
+from datacurate.config import ConfigError, PipelineConfig, StageSpec, to_dict
 from datacurate.engine.process import decisions_dir, work_dir
-from datacurate.engine.ray_backend import quiet_data_context
+from datacurate.engine.ray_backend import map_items
 from datacurate.engine.stats import merge
 from datacurate.io import write_atomic
 from datacurate.schema import DOMAIN, ID, ORD
@@ -31,21 +31,15 @@ from datacurate.stages import mixture
 from datacurate.stages.tokenize import N_TOKENS, TOKENS
 
 
-def _per_file(batch: pa.Table, fn: Callable, kwargs: dict) -> Iterator[pa.Table]:
-    for path in batch.column("item").to_pylist():
-        yield pa.table({"out": [json.dumps(fn(path, **kwargs))]})
+def _per_file(batch: pa.Table, fn: Callable, kwargs: dict) -> pa.Table:
+    return pa.table({"out": [json.dumps(fn(path, **kwargs)) for path in batch.column("item").to_pylist()]})
 
 
 def _map_files(files: list[str], fn: Callable, **kwargs) -> list[dict]:
     """``fn(path, **kwargs)`` for each file, one Ray task per file; the JSON results."""
-    import ray.data
-
     if not files:
         return []
-    quiet_data_context()
-    ds = ray.data.from_items([{"item": f} for f in files], override_num_blocks=len(files))
-    ds = ds.map_batches(_per_file, batch_size=1, batch_format="pyarrow", num_cpus=1,
-                        fn_kwargs={"fn": fn, "kwargs": kwargs})
+    ds = map_items(files, _per_file, {"fn": fn, "kwargs": kwargs})
     return [json.loads(r["out"]) for r in ds.iter_rows()]
 
 
@@ -70,14 +64,28 @@ def tokenizer_for(spec: StageSpec, cfg: PipelineConfig):
     tok_cfg = next((s.config for s in reversed(cfg.stages[:cfg.stages.index(spec)]) if s.name == "tokenize"), None)
     if tok_cfg is None:
         return load_tokenizer(spec.config.tokenizer)[1]
-    return load_tokenizer(spec.config.tokenizer or tok_cfg.tokenizer, tok_cfg.eos_token, tok_cfg.bos_token)[1]
+    info = load_tokenizer(tok_cfg.tokenizer, tok_cfg.eos_token, tok_cfg.bos_token)[1]
+    if spec.config.tokenizer and load_tokenizer(spec.config.tokenizer)[1].sha256 != info.sha256:
+        raise ConfigError(f"decompose.tokenizer ({spec.config.tokenizer}) is not the tokenizer the tokenize stage "
+                          "uses; leave it null")
+    return info
+
+
+def _out_dir(spec: StageSpec, cfg: PipelineConfig) -> str:
+    return os.path.abspath(spec.config.output or os.path.join(cfg.output.path, "shards"))
+
+
+def check_decompose(spec: StageSpec, cfg: PipelineConfig) -> None:
+    """Before any work: the tokenizer agrees with the tokenize stage's, the shard directory is usable."""
+    tokenizer_for(spec, cfg)
+    shards.check_dir(_out_dir(spec, cfg), cfg.output.overwrite)
 
 
 def run_decompose(spec: StageSpec, cfg: PipelineConfig, seg_index: int) -> dict:
     stage = dc.Decompose(spec.config)
     c: dc.DecomposeConfig = stage.config
     info = tokenizer_for(spec, cfg)
-    out_dir = os.path.abspath(c.output or os.path.join(cfg.output.path, "shards"))
+    out_dir = _out_dir(spec, cfg)
     shards.prepare_dir(out_dir, cfg.output.overwrite)
     files = sorted(glob.glob(os.path.join(work_dir(cfg.output.path, seg_index - 1), "*.parquet")))
     counts: dict = {}

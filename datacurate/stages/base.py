@@ -26,6 +26,12 @@ class Stage:
     columns: ClassVar[dict[str, pa.DataType]] = {}
     requires: ClassVar[tuple[str, ...]] = ()  # stages that must run earlier in the pipeline
 
+    @classmethod
+    def rewrites_text(cls, config: Any) -> bool:
+        """Whether this stage, so configured, changes ``text`` of the documents it keeps
+        (then no stage that derives data from the text, such as tokenize, may precede it)."""
+        return False
+
     def __init__(self, config: Any = None, **params: Any):
         if config is None:
             config = coerce(params, self.Config, self.name)

@@ -146,6 +146,9 @@ def write_part(table: pa.Table, cfg: DecomposeConfig, part: str, out_dir: str, r
         offsets = np.concatenate([[0], np.cumsum(lengths)])
         starts = offsets[:-1][order] - np.concatenate([[0], np.cumsum(lengths[order])])[:-1]
         flat = flat[np.repeat(starts, lengths[order]) + np.arange(len(flat))]
+    if len(flat) and int(flat.max()) > np.iinfo(dtype).max:  # check before the cast wraps it
+        raise ValueError(f"decompose: token id {int(flat.max())} does not fit {np.dtype(dtype).name}; "
+                         "the shards' tokenizer is not the one that made these tokens")
     flat = flat.astype(dtype)
     part_rates = np.array([rates.get(n, 0.0) for n in names])
     part_ids = np.array([domain_ids[n] for n in names], dtype=np.uint16)

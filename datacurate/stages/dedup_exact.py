@@ -224,6 +224,10 @@ class ExactDedup(GlobalStage):
     Config = ExactDedupConfig
     columns = {"paragraphs_removed": pa.int32()}
 
+    @classmethod
+    def rewrites_text(cls, config) -> bool:
+        return config.mode == "paragraph"
+
     def filter_size(self) -> tuple[int, int]:
         bits, k = bloom_size(self.config.expected_items, self.config.false_positive_rate)
         return math.ceil(bits / self.config.num_shards), k

@@ -46,9 +46,7 @@ import pyarrow.compute as pc
 from datacurate.schema import DOMAIN, ORD, REJECT_REASON, TEXT
 from datacurate.stages import wordpunct as wp
 from datacurate.stages.base import GlobalStage
-from datacurate.stages.topk import gumbel, order, selected, top_k, uniform
-
-__all__ = ["Dsir", "DsirConfig", "order", "selected", "top_k", "uniform"]  # top-k helpers re-exported
+from datacurate.stages.topk import gumbel, selected, top_k, uniform
 
 EPS = 1e-8  # the reference's floor inside the logs when there is no smoothing
 _SEP = "\ufdd0"  # a Unicode noncharacter: marks chunk boundaries while splitting
@@ -132,7 +130,7 @@ def units_of(table: pa.Table, chunk_words: Optional[int]) -> Units:
             py[i] = pieces + [s[pos:]]
         lists = pa.array(py, pa.large_list(pa.large_string()))
     offsets = np.asarray(lists.offsets, dtype=np.int64)
-    offsets -= offsets[0]
+    offsets = offsets - offsets[0]  # (a zero-copy view of Arrow's offsets is read-only)
     pieces = lists.flatten()
     counts = np.diff(offsets)
     doc = np.repeat(np.arange(n), counts)
@@ -146,6 +144,8 @@ def units_of(table: pa.Table, chunk_words: Optional[int]) -> Units:
 # ----------------------------------------------------------------------------- fit
 def log_ratio(target_counts: np.ndarray, raw_counts: np.ndarray, laplace: float) -> np.ndarray:
     """(B,) log p_tgt - log p_raw of each bucket."""
+    if target_counts.sum() == 0:
+        raise ValueError("dsir: the target holds no text (no n-gram to fit its distribution on)")
     return np.log(distribution(target_counts, laplace)) - np.log(distribution(raw_counts, laplace))
 
 
@@ -234,6 +234,10 @@ class Dsir(GlobalStage):
     name = "dsir"
     Config = DsirConfig
     columns = {"dsir_log_weight": pa.float64(), "dsir_chunks": pa.int32()}
+
+    @classmethod
+    def rewrites_text(cls, config) -> bool:
+        return bool(config.chunk_words)  # a kept document holds its selected chunks
 
     def __init__(self, config=None, **params):
         super().__init__(config, **params)

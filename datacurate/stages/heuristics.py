@@ -213,6 +213,10 @@ class Heuristics(Stage):
     Config = HeuristicsConfig
     columns = {"c4_lines_removed": pa.int32()}
 
+    @classmethod
+    def rewrites_text(cls, config) -> bool:
+        return config.c4.enabled  # C4 line removal
+
     def metrics(self, table: pa.Table) -> dict:
         return {"c4_lines_removed": int(pc.sum(table.column("c4_lines_removed")).as_py() or 0)}
 

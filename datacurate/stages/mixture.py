@@ -8,8 +8,8 @@ each domain a target of ``T * w_d / sum(w)`` tokens and a rate
 repeats sequences, down-sampling drops them; the expected token count is exactly the
 target, and the realised one is within a few sequence lengths times
 ``sqrt(sequences)`` of it. The coin of a sequence is a hash of (``seed``, document id,
-position in the document), so the shards are the same whatever the batching or the
-number of workers.
+position in the document), so in ``decompose`` mode the shards are the same whatever
+the batching or the number of workers (``pack`` mode cuts sequences per work part).
 
 A domain in the corpus without a weight gets rate 0 (it is listed in the manifest
 with its dropped tokens); a weighted domain absent from the corpus is reported and its
@@ -60,10 +60,18 @@ def plan(tokens_by_domain: dict[str, int], weights: Optional[dict], total_tokens
     """Per domain of the corpus: weight (normalised), target tokens and sampling rate."""
     available = sum(tokens_by_domain.values())
     total = available if total_tokens is None else total_tokens
+    if weights is None and total_tokens is None:  # the natural mixture: every sequence once, exactly
+        return {"domains": {d: {"weight": n / available, "target_tokens": float(n), "rate": 1.0}
+                            for d, n in sorted(tokens_by_domain.items())},
+                "total_tokens": total, "missing_domains": []}
     if weights is None:
         weights = {d: n / available if available else 0.0 for d, n in tokens_by_domain.items()}
     present = {d: w for d, w in weights.items() if tokens_by_domain.get(d, 0) > 0}
     norm = sum(present.values())
+    if norm == 0 and available > 0:
+        raise ValueError(f"decompose: no domain with a positive mixture weight has tokens "
+                         f"(weighted: {sorted(d for d, w in weights.items() if w > 0)}; "
+                         f"present: {sorted(tokens_by_domain)})")
     out = {}
     for d, n in sorted(tokens_by_domain.items()):
         w = present.get(d, 0.0) / norm if norm else 0.0

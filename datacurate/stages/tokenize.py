@@ -95,7 +95,7 @@ class Tokenize(Stage):
         return values, offsets
 
     def annotate(self, table: pa.Table):
-        texts = table.column(TEXT).combine_chunks()
+        texts = pc.fill_null(table.column(TEXT).combine_chunks(), "")  # null text: empty, rejected below
         values, offsets = self.encode(texts.to_pylist())
         raw_len = np.diff(offsets)
         bos = self.info.bos_id if self.config.add_bos else None

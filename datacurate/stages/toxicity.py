@@ -74,6 +74,8 @@ class ClassifierRuleConfig:
             raise ValueError("max_score must be within [0, 1]")
         if self.unit_threshold is not None and not 0.0 < self.unit_threshold <= 1.0:
             raise ValueError("unit_threshold must be within (0, 1]")
+        if self.unit_threshold is not None and self.aggregate != "share":
+            raise ValueError("unit_threshold applies to aggregate: share only")
         if self.aggregate == "share" and self.granularity == "document":
             raise ValueError("aggregate: share needs granularity sentence or line")
 
@@ -160,7 +162,13 @@ class Toxicity(Stage):
         self.unit_threshold = clf.unit_threshold
         if clf.enabled and clf.aggregate == "share" and self.unit_threshold is None:
             card = load_card(clf.model or DEFAULT_MODEL)  # the threshold its recipe chose, else its card's metrics'
-            self.unit_threshold = float(card.get("decision_threshold", card.get("heldout", {})).get("threshold", 0.5))
+            thr = card.get("decision_threshold", card.get("heldout", {})).get("threshold")
+            if thr is None:
+                from datacurate.config import ConfigError
+
+                raise ConfigError(f"toxicity.classifier: the card of {clf.model or DEFAULT_MODEL} records no decision "
+                                  "threshold; set unit_threshold")
+            self.unit_threshold = float(thr)
         self.wordlist = WordList(self.config.wordlist) if self.config.wordlist.enabled else None
 
     def metrics(self, table: pa.Table) -> dict:

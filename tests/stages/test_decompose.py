@@ -187,3 +187,18 @@ def test_config_errors_are_one_line():
         from datacurate.stages import Decompose
 
         Decompose(mixture_file="/nonexistent/weights.json")
+
+
+def test_ids_that_do_not_fit_the_shard_dtype_are_an_error(tmp_path):
+    t = docs_table([70])  # ids (doc << 16 | pos) of doc 0 fit; make one too large for uint16
+    t = t.set_column(t.schema.get_field_index(TOKENS), TOKENS, pa.LargeListArray.from_arrays(
+        pa.array([0, 70], pa.int64()), pa.array(np.full(70, 70_000), pa.uint32())))
+    with pytest.raises(ValueError, match="does not fit uint16"):
+        write_part(t, DecomposeConfig(), "p", str(tmp_path), {"a": 1.0}, {"a": 0}, np.dtype(np.uint16))
+
+
+def test_mixture_edges():
+    natural = mixture.plan({"a": 100, "b": 7}, None, None)
+    assert all(d["rate"] == 1.0 for d in natural["domains"].values())
+    with pytest.raises(ValueError, match="no domain with a positive mixture weight has tokens"):
+        mixture.plan({"a": 100, "b": 50}, {"a": 0.0, "c": 1.0}, None)

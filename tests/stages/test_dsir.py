@@ -253,3 +253,19 @@ def test_top_k_edges():
     assert list(top_k(keys, ords, chunks, 10)) == [1, 3, 4, 0]  # never the ineligible one
     thr = (keys[1], ords[1], chunks[1])
     assert list(np.flatnonzero(selected(keys, ords, chunks, thr))) == [1]
+
+
+def test_review_edges(tmp_path):
+    from datacurate import Pipeline
+    from datacurate.stages import Tokenize
+
+    # a document holding the chunk marker is chunked in Python, the same way
+    t = pa.table({"text": ["x y z w q", "a b c \ufdd0"], ORD: pa.array([0, 1], pa.int64())})
+    u = ds.units_of(t, 2)
+    assert [x for x in u.texts.to_pylist()] == ["x y ", "z w ", "q", "a b ", "c \ufdd0"]
+    # an empty target is an error, not a selection by rarity alone
+    with pytest.raises(ValueError, match="target holds no text"):
+        Dsir(target={"domains": ["absent"]}, num_to_sample=1)(pa.table({"text": ["a b c"], "domain": ["x"]}))
+    # a stage that rewrites text may not follow tokenize: its tokens would be stale
+    with pytest.raises(ConfigError, match="must run before tokenize"):
+        Pipeline([Tokenize(), Dsir(target={"domains": ["a"]}, chunk_words=2)])

@@ -131,3 +131,8 @@ def test_train_tokenizer_cli_is_deterministic(tmp_path, write_jsonl, capsys):
     tok, info = load_tokenizer(outs[0])
     assert info.eos_id == 0 and json.loads(outs[0].read_text())["model"]["type"] == "BPE"
     assert tok.decode(tok.encode("The committee met.").ids) == "The committee met."
+
+
+def test_null_text_is_an_empty_document():
+    out = Tokenize()(pa.table({"text": pa.array(["hello", None], pa.large_string())}))
+    assert out["reject_reason"].to_pylist() == [None, "tokenize/empty"]

@@ -199,3 +199,11 @@ def test_word_list_errors(tmp_path):
     with pytest.raises(ValueError, match="default_language"):
         WordList(WordListRuleConfig(lists=str(tmp_path)))
     assert hits(["a zzword b"], ["xx"], lists=str(tmp_path), default_language="xx") == [1]
+
+
+def test_unit_threshold_only_with_share():
+    from datacurate.config import ConfigError, load_config
+
+    with pytest.raises(ConfigError, match="unit_threshold applies to aggregate: share only"):
+        load_config({"input": {"path": "sample_data/corpus"},
+                     "stages": [{"toxicity": {"classifier": {"unit_threshold": 0.3}}}]})
