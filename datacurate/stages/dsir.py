@@ -26,7 +26,7 @@ Where this differs from the reference code (``data-selection`` on PyPI):
   chunks, in order, and is rejected when none is selected. Measured on the sample
   pool: whole-document weights span hundreds of nats (Gumbel noise changes nothing,
   seeds select the same set) and the selection's KL to the target rose from 0.089 to
-  0.106; with 128-word chunks it fell to 0.078 (a random half: 0.094).
+  0.106; with 128-word chunks it fell to 0.077 (a random half: 0.094 and 0.095).
 
 ``dsir_log_weight`` is the document's log importance weight (in chunk mode, the sum
 over its chunks). stats.json gets the KL divergence from the target of the raw pool,
