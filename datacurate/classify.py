@@ -159,7 +159,9 @@ class FastTextParams:
     lr: float = 0.5
     word_ngrams: int = 2  # 2 = words + word bigrams (DCLM's setting)
     min_count: int = 3
-    bucket: int = 500_000  # hash buckets for bigrams: the model's size before quantisation
+    minn: int = 0  # character n-grams of each word, from minn to maxn characters; 0 = off (fastText's
+    maxn: int = 0  # supervised default). They let the model score unseen spellings ("fuuuck", "arseholes").
+    bucket: int = 500_000  # hash buckets for bigrams and character n-grams: the model's size before quantisation
     thread: int = 1  # 1 = reproducible; more threads train faster but not bit-identically
 
 
@@ -259,7 +261,7 @@ m.save_model(a["output"])
 def _fasttext_train(train_path: str, output: Path, ft: FastTextParams, q: QuantizeParams, seed: int) -> None:
     args = {"input": train_path, "output": str(output),
             "train": {"dim": ft.dim, "epoch": ft.epoch, "lr": ft.lr, "wordNgrams": ft.word_ngrams,
-                      "minCount": ft.min_count, "bucket": ft.bucket, "thread": ft.thread, "seed": seed,
+                      "minCount": ft.min_count, "minn": ft.minn, "maxn": ft.maxn, "bucket": ft.bucket, "thread": ft.thread, "seed": seed,
                       "verbose": 0},
             "quantize": q.enabled and {"cutoff": q.cutoff, "retrain": q.retrain, "qnorm": q.qnorm,
                                        "dsub": q.dsub, "thread": ft.thread, "verbose": 0}}
@@ -273,6 +275,12 @@ def train_classifier(config: TrainConfig | None = None, **params) -> dict:
     from datacurate.config import coerce
 
     cfg = config if config is not None else coerce(params, TrainConfig, "train")
+    ft = cfg.fasttext
+    if ft.minn < 0 or ft.maxn < 0 or (ft.maxn and ft.minn > ft.maxn) or (ft.minn and not ft.maxn):
+        from datacurate.config import ConfigError
+
+        raise ConfigError(f"train.fasttext: minn={ft.minn}, maxn={ft.maxn}: character n-grams need "
+                          "1 <= minn <= maxn (both 0 = off)")
     t0 = time.perf_counter()
     raw, y_lab, groups, counts = read_examples(cfg)
     lines = normalize(pa.array(raw, pa.large_string()), cfg.lowercase, cfg.max_chars, cfg.split_punctuation).to_pylist()

@@ -161,3 +161,32 @@ def test_normalization():
     assert out[1:] == ["", ""]
     plain = normalize(texts).to_pylist()  # fastText's usual input: only the line breaks and odd spaces go
     assert plain[0].split() == ["Hello,", "World!", "New", "line", "x", "y"] and "\n" not in plain[0]
+
+
+def test_character_ngrams_score_unseen_spellings(tmp_path):
+    """With ``minn``/``maxn`` a word never seen in training scores like the words it shares
+    character n-grams with; without them it is out of vocabulary and carries no signal."""
+    rng = random.Random(1)
+    filler = "the a of and to in is it that was for on with as at by this from".split()
+    recs = []
+    for i in range(400):
+        bad = i % 2 == 0
+        core = rng.choice(["grumblefrotz", "grumblefrotzes", "grumblefrotzing"] if bad else ["teapot", "garden"])
+        words = rng.sample(filler, 6) + [core]
+        rng.shuffle(words)
+        recs.append({"id": f"d{i}#0", "text": " ".join(words), "label": "bad" if bad else "good"})
+    path = tmp_path / "d.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    probe = ["the grumblefrotzed of and", "the gardens of and"]  # unseen inflections of both classes
+    scores = {}
+    for name, ft in (("words", {}), ("chars", {"minn": 3, "maxn": 5})):
+        out = tmp_path / name / "m.ftz"
+        train_classifier(output=str(out), data=[str(path)], positive_label="bad", negative_label="good",
+                         fasttext={"epoch": 10, "dim": 8, "bucket": 20_000, "min_count": 1, **ft},
+                         quantize={"enabled": False})
+        scores[name] = FastTextScorer(out, "bad").score(probe)
+    assert abs(scores["words"][0] - scores["words"][1]) < 0.2  # both unseen: only the filler words count
+    assert scores["chars"][0] > 0.9 and scores["chars"][1] < 0.1
+    with pytest.raises(ConfigError, match="minn"):
+        train_classifier(output=str(tmp_path / "x.ftz"), data=[str(path)], positive_label="bad",
+                         negative_label="good", fasttext={"minn": 4, "maxn": 2})
