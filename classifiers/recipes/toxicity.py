@@ -1,46 +1,42 @@
 """Retrain ``classifiers/toxicity.ftz`` from scratch: offensive vs benign English text.
 
-    .venv/bin/pip install -e ".[recipes]"                  # alt-profanity-check (+ scikit-learn)
-    .venv/bin/python classifiers/recipes/toxicity.py       # ~4-6 min on one core (7 fastText trainings)
+    .venv/bin/pip install -e ".[recipes]"                  # alt-profanity-check: the baseline it is compared with
+    .venv/bin/python classifiers/recipes/toxicity.py       # ~5 min on one core (7 fastText trainings)
 
 Units are single sentences, as Dolma scored toxicity per sentence (the stage's default
 ``granularity: sentence``): all 100k nlp-corpus sentences (chat, SMS, lyrics, jokes,
 transcripts, reviews, with natural offensive language) plus the sentences of the Brown
-corpus and the English man pages. A unit's id names its exact sentence
-(``nlp/doc-17#120``), so hand labels point at source text. The split is by source file
-(an nlp-corpus file of 1,000 sentences, a Brown sample, a man page), 20 % held out.
+corpus and the English man pages, 176,439 in all. A unit's id names its exact sentence
+(``nlp/doc-17#120``), so labels point at source text. The split is by source file (an
+nlp-corpus file of 1,000 sentences, a Brown sample, a man page), 20 % held out.
 
-Labels. The teacher is ``alt-profanity-check`` (a calibrated linear SVM on TF-IDF words,
-trained on ~200k human-labelled tweets and Wikipedia comments): ``toxic`` at p >= 0.8,
-``ok`` below 0.2, left out in between. Where it fires (p >= 0.5) or the LDNOOBW word list
-does, it is wrong most of the time by the guideline in classifiers/README.md ("stupid",
-"crap", "sex", "Negro" in 1961 prose, "Dick"). So every training-side sentence of that
-pool (3,752) was labelled by hand (``toxicity_trainlabels.json``) and its hand label
-replaces the teacher's. A second pool was added after the evaluation rounds 1-3 were
-known, because the student's misses were mostly insults without swear words and jokes,
-which the teacher scores below 0.5 and the word list misses: every training-side
-sentence (< 400 chars) with teacher p in [0.1, 0.5) and no word-list hit (18,361; 179
-toxic) was labelled by hand too (``"pool": "teacher_0.1_0.5"``). Every toxic training
-label is a hand label (no training sentence of 400+ characters reaches p >= 0.8); the
-'ok' ones are hand labels or the teacher's (p < 0.2; under 400 chars, only p < 0.1
-without a word-list hit).
+Labels: every sentence has a hand label, following the guideline in classifiers/README.md
+(one English sentence judged alone; AI assistants acting as annotators, reading only the
+text, no model score shown):
 
-Model selection uses the training files only: for each candidate (``word_ngrams`` 1 or 2,
-toxic sentences written 2, 4 or 8 times), an inner model is trained on four fifths of the
-training files and scored on the hand labels of the other fifth; the candidate and
-decision threshold with the best F1 win, and the final model is trained on all training
-files. The card records the threshold (``decision_threshold.threshold``); the stage's
-``aggregate: share`` reads it from there.
+* training side (143,918): ``toxicity_trainlabels.json`` (22,113 in two pools labelled
+  first: where the teacher below fires or the word list does, and teacher p in
+  [0.1, 0.5)) and ``toxicity_trainlabels_rest.json`` (the other 121,805, one pass);
+* held-out side (32,521): ``toxicity_heldout_labels.json``, every sentence labelled twice,
+  blind and independently (two shuffled passes split between eight annotators), the
+  disagreements decided by a third annotator.
 
-Evaluation (the card's ``heldout_checks.hand_labels``, the primary metric): hand labels of
-950 held-out nlp-corpus sentences (``toxicity_handlabels.json``: a flagged stratum where
-the teacher, the word list or the first student fires, and random draws), for the
-student, the teacher and the word list, on the whole set, the random draws alone and a
-post-stratified estimate; ``rounds_1_2`` repeats them for the first 450 labels, the set
-earlier models were scored on. ``heldout`` (written by the trainer) is F1 against the teacher's
-confident labels on the held-out files, which the hand-corrected student is no longer
-trying to match. ``heldout_checks`` also gives the student against the teacher at 0.5 and
-against the word list on every held-out sentence.
+``alt-profanity-check`` (a calibrated linear SVM on TF-IDF words, trained on ~200k
+human-labelled tweets and Wikipedia comments; earlier models were distilled from it) is
+now only a baseline: the card compares it and the LDNOOBW word list with the student on
+the same held-out labels.
+
+Model selection uses the training files only: for each candidate (toxic sentences written
+2, 4 or 8 times; 10 or 20 epochs; word unigrams and character 3-5-grams), an inner model is
+trained on four fifths of the training files and scored on the hand labels of the other
+fifth (every sentence in it); the candidate and decision threshold with the best F1 win,
+and the final model is trained on all training files. The card records the threshold
+(``decision_threshold.threshold``); the stage's ``aggregate: share`` reads it from there.
+
+Evaluation: the card's ``heldout`` (written by the trainer) is the student at that
+threshold against the hand labels of every held-out sentence: the primary metric.
+``heldout_checks`` adds the baselines on the same labels, the split by source, the
+student's errors, and how well the annotators agreed.
 """
 
 from __future__ import annotations
@@ -64,15 +60,22 @@ from datacurate.classify import (  # noqa: E402
     write_card,
 )
 
-HANDLABELS = Path(__file__).resolve().parent / "toxicity_handlabels.json"  # held-out side: evaluation only
-TRAINLABELS = Path(__file__).resolve().parent / "toxicity_trainlabels.json"  # train side: override the teacher
-VALID_SEED = 1  # the inner split (train files only) that picks the decision threshold
-FASTTEXT = FastTextParams(dim=32, epoch=20, lr=0.05, word_ngrams=1, min_count=1)
-# candidates, picked on the training-side validation split: (word_ngrams, positive_weight = each toxic training
-# sentence written this many times)
-CANDIDATES = [(n, w) for n in (1, 2) for w in (2, 4, 8)]
-THRESHOLDS = [0.02, 0.03, 0.05, 0.07] + [round(0.05 * i, 2) for i in range(2, 19)]  # 0.02 ... 0.90
-LO, HI = 0.2, 0.8  # teacher probability: below LO -> ok, from HI -> toxic, between -> left out
+HERE = Path(__file__).resolve().parent
+TRAINLABELS = HERE / "toxicity_trainlabels.json"  # train side, first two pools (ids + label)
+TRAINLABELS_REST = HERE / "toxicity_trainlabels_rest.json"  # train side, every other sentence (toxic ids)
+TRAINLABELS_KIND = HERE / "toxicity_trainlabels_kind.json"  # train side: which toxic ones are implicit
+HELDOUT_LABELS = HERE / "toxicity_heldout_labels.json"  # held-out side, every sentence: evaluation only
+EARLIER_EVAL = HERE / "toxicity_handlabels.json"  # the earlier 950-sentence evaluation set: agreement only
+VALID_SEED = 1  # the inner split (train files only) that picks the candidate and decision threshold
+FASTTEXT = FastTextParams(dim=32, epoch=20, lr=0.05, word_ngrams=1, min_count=1, minn=3, maxn=5)
+# qnorm=False: with norm quantisation the retrained scores saturate (a validation F1 of 0.825 only at a 0.95
+# threshold, and '!!!!' lines at 1.0); without it the quantised model scores like the full one (0.841 vs 0.835)
+QUANTIZE = QuantizeParams(cutoff=30_000, qnorm=False)
+# candidates, picked on the training-side validation split: (positive_weight = each toxic training sentence
+# written this many times, epochs); character 3-5-grams throughout (best validation F1 with norm quantisation:
+# 0.790 without them, 0.825 with)
+CANDIDATES = [(w, e) for e in (10, 20) for w in (2, 4, 8)]
+THRESHOLDS = [0.02, 0.03, 0.05, 0.07] + [round(0.05 * i, 2) for i in range(2, 20)] + [0.97, 0.98, 0.99]
 SENT_RE = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'(])")
 
 
@@ -89,66 +92,79 @@ def text_of(uid: str, sents: dict[str, list[str]]) -> str:
     return sents[group][int(i)]
 
 
-def load_labels(path: Path) -> tuple[str, dict[str, bool]]:
-    data = json.loads(path.read_text())
-    return data["how"], {h["id"]: bool(h["toxic"]) for h in data["labels"]}
+def train_labels() -> tuple[dict[str, bool], dict[str, str], set[str], int]:
+    """The training-side hand labels: the first two pools (id -> toxic, id -> pool: 'flagged'
+    where the teacher gives >= 0.5 or the word list fires, 'teacher_0.1_0.5'), and the toxic
+    ids among the other training sentences ('rest', all labelled) with their count."""
+    first = json.loads(TRAINLABELS.read_text())["labels"]
+    labels = {h["id"]: bool(h["toxic"]) for h in first}
+    pools = {h["id"]: h.get("pool", "flagged") for h in first}
+    rest = json.loads(TRAINLABELS_REST.read_text())
+    return labels, pools, set(rest["toxic"]), rest["n"]
 
 
-def train_label_pools() -> dict[str, str]:
-    """Training-side hand label id -> its pool: 'flagged' (teacher >= 0.5 or word list) or 'teacher_0.1_0.5'."""
-    return {h["id"]: h.get("pool", "flagged") for h in json.loads(TRAINLABELS.read_text())["labels"]}
+def _ids_digest(ids: list[str]) -> str:
+    import hashlib
+
+    return hashlib.sha256("\n".join(ids).encode()).hexdigest()
 
 
-def build(work: Path, sents: dict[str, list[str]], lo: float, hi: float, seed: int, holdout_frac: float) -> dict:
-    """Label every sentence: the teacher's label, or the hand label where the training side
-    has one (train files only: asserted against the held-out split). Writes ``units.jsonl``
-    (all sentences) and ``units_train.jsonl`` (training files only). A training sentence of
-    the hand-label pool (teacher >= 0.5 or word list, < 400 chars) without a hand label
-    would keep the teacher's label; since every pool sentence is labelled, there are none
-    (``unlabelled_pool_train_side`` in the card)."""
+def build(work: Path, sents: dict[str, list[str]], seed: int, holdout_frac: float) -> dict:
+    """Give every sentence its hand label and write ``units.jsonl`` (all sentences) and
+    ``units_train.jsonl`` (training files only). The label files must cover their side of
+    the split exactly (checked by count and by a digest of the ids, in recipe order)."""
     from profanity_check import predict_prob
 
     records = [{"id": f"{g}#{i}", "text": t} for g in sorted(sents) for i, t in enumerate(sents[g])]
-    p = predict_prob([r["text"] for r in records])
-    for r, pr in zip(records, p):
-        r["label"] = "toxic" if pr >= hi else "ok" if pr < lo else "ambiguous"
-    _, hand = load_labels(TRAINLABELS)
-    _, evaluation = load_labels(HANDLABELS)
     groups = np.array([r["id"].split("#")[0] for r in records], dtype=object)
     test = heldout_mask(groups, holdout_frac, seed)
-    held = {r["id"] for r, t in zip(records, test) if t}
-    if held & set(hand) or set(evaluation) - held:
-        raise SystemExit("hand labels on the wrong side of the split: train labels must be in training files, "
-                         "evaluation labels in held-out files")
-    changed = {"teacher_toxic_to_ok": 0, "teacher_ok_to_toxic": 0, "teacher_ambiguous_resolved": 0, "agree": 0}
-    pools = train_label_pools()
-    by_pool = {k: {"n": 0, "toxic": 0} for k in sorted(set(pools.values()))}
-    for i, t in hand.items():
-        by_pool[pools[i]]["n"] += 1
-        by_pool[pools[i]]["toxic"] += int(t)
-    for r in records:
-        if r["id"] in hand:
-            new = "toxic" if hand[r["id"]] else "ok"
-            key = ("agree" if new == r["label"] else "teacher_ambiguous_resolved" if r["label"] == "ambiguous"
-                   else f"teacher_{r['label']}_to_{new}")
-            changed[key] += 1
-            r["label"] = new
-    wl = wordlist_labels([r["text"] for r in records])
-    pool = np.array([not t and r["id"] not in hand and len(r["text"]) < 400 and bool(pr >= 0.5 or w)
-                     for r, t, pr, w in zip(records, test, p, wl)])
-    pool2 = np.array([not t and r["id"] not in hand and len(r["text"]) < 400 and 0.1 <= pr < 0.5 and not w
-                      for r, t, pr, w in zip(records, test, p, wl)])
+    first, pools, rest_toxic, rest_n = train_labels()
+    held = json.loads(HELDOUT_LABELS.read_text())
+    rest_ids = [r["id"] for r, t in zip(records, test) if not t and r["id"] not in first]
+    held_ids = [r["id"] for r, t in zip(records, test) if t]
+    rest_meta = json.loads(TRAINLABELS_REST.read_text())
+    if (len(rest_ids), _ids_digest(rest_ids)) != (rest_n, rest_meta["ids_sha256"]) or not rest_toxic <= set(rest_ids):
+        raise SystemExit("toxicity_trainlabels_rest.json does not match this split / these sources")
+    if (len(held_ids), _ids_digest(held_ids)) != (held["n"], held["ids_sha256"]) or not set(held["toxic"]) <= set(held_ids):
+        raise SystemExit("toxicity_heldout_labels.json does not match this split / these sources")
+    if set(first) & set(held_ids):
+        raise SystemExit("training hand labels on the held-out side of the split")
+    held_toxic = set(held["toxic"])
+    implicit = set(held["implicit"]) | set(json.loads(TRAINLABELS_KIND.read_text())["implicit"])
+    broad = np.zeros(len(records), bool)
+    for k, (r, t) in enumerate(zip(records, test)):
+        uid = r["id"]
+        broad[k] = uid in held_toxic if t else first[uid] if uid in first else uid in rest_toxic
+        r["label"] = "toxic" if broad[k] and uid not in implicit else "ok"  # the model's class: explicit offence
+        if broad[k]:
+            r["offence"] = "implicit" if uid in implicit else "explicit"
+    if not implicit <= {r["id"] for r, b in zip(records, broad) if b}:
+        raise SystemExit("an 'implicit' label on a sentence that is not toxic")
     sources.write_jsonl(work / "units.jsonl", records)
     sources.write_jsonl(work / "units_train.jsonl", [r for r, t in zip(records, test) if not t])
-    labels = np.array([r["label"] for r in records])
+    y = broad
+    teacher = predict_prob([r["text"] for r in records]) >= 0.5
+    explicit = np.array([r["label"] == "toxic" for r in records])
+    by_pool = {}
+    for uid, pool in list(pools.items()) + [(u, "rest") for u in rest_ids]:
+        d = by_pool.setdefault(pool, {"n": 0, "toxic": 0})
+        d["n"] += 1
+    for uid, t in first.items():
+        by_pool[pools[uid]]["toxic"] += int(t)
+    by_pool["rest"]["toxic"] = len(rest_toxic)
     return {"sentences": len(records), "from_nlp_corpus": sum(r["id"].startswith("nlp/") for r in records),
-            "teacher": {"toxic": int((p >= hi).sum()), "ok": int((p < lo).sum()),
-                        "ambiguous_left_out": int(((p >= lo) & (p < hi)).sum())},
-            "hand_labels_train_side": {"n": len(hand), "toxic": sum(hand.values()), "by_pool": by_pool, **changed},
-            "unlabelled_pool_train_side": int(pool.sum()),
-            "unlabelled_pool_teacher_0.1_0.5_train_side": int(pool2.sum()),
-            "labels": {"toxic": int((labels == "toxic").sum()), "ok": int((labels == "ok").sum()),
-                       "left_out": int((labels == "ambiguous").sum())}}
+            "hand_labels": {"train": {"n": int((~test).sum()), "toxic": int((y & ~test).sum()),
+                                      "explicit": int((explicit & ~test).sum()), "by_pool": by_pool},
+                            "heldout": {"n": int(test.sum()), "toxic": int((y & test).sum()),
+                                        "explicit": int((explicit & test).sum())}},
+            "model_labels": "toxic = explicit offence (the hand label is toxic and its offence explicit); ok = "
+                            "everything else, implicit offence included",
+            "teacher_vs_hand_labels": {
+                "how": "alt-profanity-check predict_prob >= 0.5 against the hand label (toxic of either kind), "
+                       "every sentence",
+                **{side: {"agree": int(((teacher == y) & m).sum()), "teacher_toxic_hand_ok": int((teacher & ~y & m).sum()),
+                          "teacher_ok_hand_toxic": int((~teacher & y & m).sum())}
+                   for side, m in (("train", ~test), ("heldout", test))}}}
 
 
 def wordlist_labels(texts: list[str]) -> np.ndarray:
@@ -160,116 +176,120 @@ def wordlist_labels(texts: list[str]) -> np.ndarray:
     return hits > 0
 
 
-def weighted_prf(pred: np.ndarray, y: np.ndarray, w: np.ndarray) -> dict:
-    """Precision / recall / F1 with each sentence counted w times (post-stratified estimate)."""
-    tp, fp, fn = (float(w[pred & y].sum()), float(w[pred & ~y].sum()), float(w[~pred & y].sum()))
-    p = tp / (tp + fp) if tp + fp else 0.0
-    r = tp / (tp + fn) if tp + fn else 0.0
-    return {"precision": round(p, 4), "recall": round(r, 4), "f1": round(2 * p * r / (p + r), 4) if p + r else 0.0,
-            "estimated_positives": round(tp + fn, 1)}
+def kappa(a: np.ndarray, b: np.ndarray) -> float:
+    """Cohen's kappa of two boolean labellings."""
+    po = float((a == b).mean())
+    pe = float(a.mean() * b.mean() + (1 - a.mean()) * (1 - b.mean()))
+    return round((po - pe) / (1 - pe), 4)
 
 
-def hand_label_report(student: np.ndarray, threshold: float, teacher: np.ndarray, wordlist: np.ndarray,
-                      hand: dict) -> dict:
-    """The three scorers on the evaluation hand labels: the whole (stratified) set, the
-    random draws alone, and a post-stratified estimate for the whole held-out pool; the
-    same for rounds 1-2 alone (the 450 labels earlier models were scored on)."""
-    labels = hand["labels"]
-    y = np.array([h["toxic"] for h in labels], dtype=bool)
-    rand = np.array([h["stratum"] == "random" for h in labels])
-    inpool = np.array([h["flagged_pool"] for h in labels])
-    pool = hand["pool"]
-    scorers = {"student": (student, threshold), "teacher": (teacher, 0.5), "wordlist": (wordlist, 0.5)}
-
-    def report(sel: np.ndarray) -> dict:
-        w = np.where(inpool, pool["flagged"] / (inpool & sel).sum(), pool["unflagged"] / (rand & ~inpool & sel).sum())
-        w[~inpool & ~rand] = 0.0  # cannot happen (a flagged draw is in the pool); kept explicit
-        out = {"n": int(sel.sum()), "toxic": int(y[sel].sum())}
-        for name, sub in (("all", sel), ("random_draws_only", sel & rand)):
-            out[name] = {k: binary_metrics(sc[sub], y[sub], t) for k, (sc, t) in scorers.items()}
-        out["all"]["student_at_0.5"] = binary_metrics(student[sel], y[sel], 0.5)
-        pred = student >= threshold
-        out["all"]["student_errors"] = {
-            "false_positives": int((pred & ~y & sel).sum()), "misses": int((~pred & y & sel).sum()),
-            "false_positives_in_unflagged_pool": int((pred & ~y & ~inpool & sel).sum()),
-            "labelled_in_unflagged_pool": int((~inpool & sel).sum()),
-            "toxic_in_unflagged_pool": int((y & ~inpool & sel).sum()),
-            "toxic_in_unflagged_pool_caught": int((pred & y & ~inpool & sel).sum())}
-        out["post_stratified_estimate"] = {
-            "how": f"each labelled sentence of the flagged pool weighs {pool['flagged']} / (labelled ones in it), each "
-                   f"of the unflagged pool (random draws only) {pool['unflagged']} / (labelled ones in it): an "
-                   "estimate for all held-out nlp-corpus sentences under 400 chars; few unflagged positives, so "
-                   "recall is uncertain",
-            **{k: weighted_prf(sc[sel] >= t, y[sel], w[sel]) for k, (sc, t) in scorers.items()}}
-        return out
-
-    rounds12 = np.array([h.get("round", 1) in (1, 2) for h in labels])
-    return {"how": hand["how"], "student_threshold": threshold, **report(np.ones(len(y), bool)),
-            "rounds_1_2": report(rounds12)}
+def _kappa_sets(c: list[str], d: list[str], universe: list[str]) -> float:
+    pos = {u: k for k, u in enumerate(universe)}
+    a = np.zeros(len(universe), bool)
+    b = np.zeros(len(universe), bool)
+    a[[pos[u] for u in c]] = True
+    b[[pos[u] for u in d]] = True
+    return kappa(a, b)
 
 
-def heldout_checks(model: Path, work: Path, seed: int, holdout_frac: float, sents, threshold: float) -> dict:
-    """The student against the teacher at 0.5 on every held-out sentence (ambiguous ones
-    included), and against label sets obtained independently of the teacher."""
+def heldout_checks(model: Path, work: Path, seed: int, holdout_frac: float, threshold: float) -> dict:
+    """On every held-out sentence and its hand label: the baselines (teacher, word list), the
+    student by source and at 0.5, its errors, and the annotators' agreement."""
     from profanity_check import predict_prob
 
-    recs = [json.loads(x) for x in (work / "units.jsonl").open()]  # every sentence (teacher + hand labels)
+    recs = [json.loads(x) for x in (work / "units.jsonl").open()]
     groups = np.array([r["id"].split("#")[0] for r in recs], dtype=object)
     test = heldout_mask(groups, holdout_frac, seed)
-    texts = [r["text"] for r, t in zip(recs, test) if t]
-    scorer = FastTextScorer(model, "toxic")
-    student = np.nan_to_num(scorer.score(texts))
+    recs = [r for r, t in zip(recs, test) if t]
+    ids = [r["id"] for r in recs]
+    texts = [r["text"] for r in recs]
+    y = np.array([r["label"] == "toxic" for r in recs])
+    broad = np.array(["offence" in r for r in recs])
+    student = np.nan_to_num(FastTextScorer(model, "toxic").score(texts))
     teacher = predict_prob(texts)
-    wl = wordlist_labels(texts)
-    out = {"teacher_at_0.5_every_heldout_sentence": binary_metrics(student, teacher >= 0.5, threshold),
-           "wordlist_labels": {
-               "how": "every held-out sentence; label = any whole-word match of the English LDNOOBW list "
-                      "(the stage's word rule); independent of the teacher, but blunt (names, period usage)",
-               "student": binary_metrics(student, wl, threshold), "teacher": binary_metrics(teacher, wl)}}
-    hand = json.loads(HANDLABELS.read_text())
-    ht = [text_of(h["id"], sents) for h in hand["labels"]]
-    out["hand_labels"] = hand_label_report(np.nan_to_num(scorer.score(ht)), threshold, predict_prob(ht),
-                                           wordlist_labels(ht).astype(float), hand)
+    wl = wordlist_labels(texts).astype(float)
+    src = np.array([i.split("/")[0] for i in ids])
+    pred = student >= threshold
+    out = {"labels": "the hand labels of every held-out sentence (toxicity_heldout_labels.json), as in 'heldout': "
+                     "explicit offence is the positive class",
+           "student": binary_metrics(student, y, threshold), "student_at_0.5": binary_metrics(student, y, 0.5),
+           "teacher_at_0.5": binary_metrics(teacher, y, 0.5), "wordlist": binary_metrics(wl, y, 0.5),
+           "by_source": {s: {"n": int((src == s).sum()), "toxic": int(y[src == s].sum()),
+                             "student": binary_metrics(student[src == s], y[src == s], threshold),
+                             "teacher_at_0.5": binary_metrics(teacher[src == s], y[src == s], 0.5)}
+                         for s in sorted(set(src))},
+           "student_errors": {"false_positives": int((pred & ~y).sum()), "misses": int((~pred & y).sum()),
+                              "true_positives": int((pred & y).sum()),
+                              "false_positives_that_are_implicit_offence": int((pred & ~y & broad).sum())},
+           "broad_guideline": {
+               "how": "the same sentences with every toxic hand label positive, implicit offence (topic jokes, "
+                      "innuendo, put-downs without insult words) included: what the model is not trained to find",
+               "toxic": int(broad.sum()), "implicit": int((broad & ~y).sum()),
+               "student": binary_metrics(student, broad, threshold),
+               "teacher_at_0.5": binary_metrics(teacher, broad, 0.5), "wordlist": binary_metrics(wl, broad, 0.5),
+               "implicit_caught_by_student": int((pred & broad & ~y).sum())}}
+    held = json.loads(HELDOUT_LABELS.read_text())
+    pos = {u: k for k, u in enumerate(ids)}
+    a = np.zeros(len(ids), bool)
+    b = np.zeros(len(ids), bool)
+    a[[pos[u] for u in held["passes"]["A"]]] = True
+    b[[pos[u] for u in held["passes"]["B"]]] = True
+    earlier = json.loads(EARLIER_EVAL.read_text())["labels"]
+    e_idx = np.array([pos[h["id"]] for h in earlier])
+    e_y = np.array([h["toxic"] for h in earlier], dtype=bool)
+    out["annotation"] = {
+        "pass_a_toxic": int(a.sum()), "pass_b_toxic": int(b.sum()), "both": int((a & b).sum()),
+        "disagreements": int((a != b).sum()), "cohen_kappa_a_b": kappa(a, b),
+        "adjudicated_toxic": int(sum(held["adjudicated"].values())),
+        "explicit_or_implicit": {
+            "pass_c_implicit": len(held["implicit_passes"]["C"]), "pass_d_implicit": len(held["implicit_passes"]["D"]),
+            "both_implicit": len(set(held["implicit_passes"]["C"]) & set(held["implicit_passes"]["D"])),
+            "disagreements": len(held["implicit_adjudicated"]), "final_implicit": len(held["implicit"]),
+            "cohen_kappa_c_d": _kappa_sets(held["implicit_passes"]["C"], held["implicit_passes"]["D"],
+                                           held["toxic"])},
+        "earlier_single_pass_labels": {
+            "how": "toxicity_handlabels.json: the earlier evaluation set (950 held-out nlp-corpus sentences, one "
+                   "pass, broad guideline, flagged sentences over-sampled) against the final broad labels",
+            "n": len(earlier), "toxic_earlier": int(e_y.sum()), "toxic_now": int(broad[e_idx].sum()),
+            "agree": int((broad[e_idx] == e_y).sum())}}
     return out
 
 
 def validate(cfg: TrainConfig, work: Path, sents) -> dict:
     """Train ``cfg`` on the training files minus a validation fifth of them (``VALID_SEED``)
-    and score the training-side hand labels that fall in that fifth: F1 at each threshold.
-    The evaluation labels are never looked at."""
+    and score every sentence of that fifth against its hand label: F1 at each threshold.
+    The held-out labels are never looked at."""
     inner = dataclasses.replace(cfg, output=str(work / "inner.ftz"), data=[str(work / "units_train.jsonl")],
                                 seed=VALID_SEED)
     card = train_classifier(inner)
-    _, hand = load_labels(TRAINLABELS)
-    ids = sorted(hand)
-    valid = heldout_mask(np.array([i.split("#")[0] for i in ids], dtype=object), cfg.holdout_frac, VALID_SEED)
-    ids = [i for i, v in zip(ids, valid) if v]
-    y = np.array([hand[i] for i in ids], dtype=bool)
-    s = np.nan_to_num(FastTextScorer(work / "inner.ftz", "toxic").score([text_of(i, sents) for i in ids]))
+    recs = [json.loads(x) for x in (work / "units_train.jsonl").open()]
+    valid = heldout_mask(np.array([r["id"].split("#")[0] for r in recs], dtype=object), cfg.holdout_frac, VALID_SEED)
+    recs = [r for r, v in zip(recs, valid) if v]
+    y = np.array([r["label"] == "toxic" for r in recs])
+    s = np.nan_to_num(FastTextScorer(work / "inner.ftz", "toxic").score([r["text"] for r in recs]))
     f1 = {t: binary_metrics(s, y, t)["f1"] for t in THRESHOLDS}
     best = max(THRESHOLDS, key=lambda t: (f1[t], -abs(t - 0.5)))  # ties: nearer 0.5
-    pools = train_label_pools()
-    in_pool = np.array([pools[i] for i in ids], dtype=object)
-    return {"word_ngrams": cfg.fasttext.word_ngrams, "positive_weight": cfg.positive_weight, "threshold": best,
-            "validation_hand_labels": binary_metrics(s, y, best),
+    _, pools, _, _ = train_labels()
+    in_pool = np.array([pools.get(r["id"], "rest") for r in recs], dtype=object)
+    return {"positive_weight": cfg.positive_weight, "epoch": cfg.fasttext.epoch,
+            "threshold": best, "validation": binary_metrics(s, y, best),
             "validation_by_pool": {k: binary_metrics(s[in_pool == k], y[in_pool == k], best)
                                    for k in sorted(set(in_pool))},
             "f1_by_threshold": {f"{t:.2f}": v for t, v in f1.items()},
-            "inner_heldout_teacher_labels": {k: card["heldout"][k] for k in ("n", "n_positive", "f1", "roc_auc")}}
+            "inner_train_seconds": card["train_seconds"]}
 
 
 def choose(cfg: TrainConfig, work: Path, sents) -> dict:
-    """word_ngrams, positive_weight and decision threshold with the best validation F1 (training side only)."""
-    runs = [validate(dataclasses.replace(cfg, positive_weight=w, fasttext=dataclasses.replace(cfg.fasttext,
-                                                                                             word_ngrams=n)),
+    """positive_weight, epochs and decision threshold with the best validation F1 (training side only)."""
+    runs = [validate(dataclasses.replace(cfg, positive_weight=w, fasttext=dataclasses.replace(cfg.fasttext, epoch=e)),
                      work, sents)
-            for n, w in CANDIDATES]
-    best = max(runs, key=lambda r: r["validation_hand_labels"]["f1"])  # ties: the first (fewer n-grams, lower weight)
-    return {"how": "for each candidate (word_ngrams 1 or 2, times positive_weight 2, 4 or 8), an inner model is "
-                   f"trained on the training files only with a fifth of them (seed {VALID_SEED}) held out; the "
-                   "threshold with the best F1 on the training-side hand labels in that fifth is taken, and the "
-                   "candidate with the best such F1 wins. The evaluation hand labels play no part.",
-            "word_ngrams": best["word_ngrams"], "positive_weight": best["positive_weight"],
+            for w, e in CANDIDATES]
+    best = max(runs, key=lambda r: r["validation"]["f1"])  # ties: the first (fewer epochs, lower weight)
+    return {"how": "for each candidate (positive_weight 2, 4 or 8, times 10 or 20 epochs), an inner "
+                   f"model is trained on the training files only with a fifth of them (seed {VALID_SEED}) held out; "
+                   "the threshold with the best F1 on the hand labels of every sentence in that fifth is taken, and "
+                   "the candidate with the best such F1 wins. The held-out labels play no part.",
+            "positive_weight": best["positive_weight"], "epoch": best["epoch"],
             "threshold": best["threshold"], "candidates": runs}
 
 
@@ -284,52 +304,52 @@ def main() -> None:
     holdout_frac = 0.2
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(args.work or tmp)
-        made = build(work, sents, LO, HI, args.seed, holdout_frac)
+        made = build(work, sents, args.seed, holdout_frac)
         cfg = TrainConfig(
             output=args.out, name="toxicity", data=[], label_field="label",
             positive_label="toxic", negative_label="ok", seed=args.seed, holdout_frac=holdout_frac,
-            lowercase=True, positive_weight=1, fasttext=FASTTEXT, quantize=QuantizeParams(cutoff=30_000),
+            lowercase=True, positive_weight=1, fasttext=FASTTEXT, quantize=QUANTIZE,
             notes={
-                "task": "offensive / profane vs benign English text, per sentence",
-                "labels": f"distilled, with hand corrections: alt-profanity-check predict_prob >= {HI} -> toxic, "
-                          f"< {LO} -> ok, in between left out (its calibrated linear SVM was trained on ~200k "
-                          "human-labelled tweets and Wikipedia comments), except for training-side sentences "
-                          "labelled by hand (recipes/toxicity_trainlabels.json: every one with teacher >= 0.5 or a "
-                          "word-list hit, and every one with teacher in [0.1, 0.5) and no word-list hit), whose "
-                          "hand label replaces the teacher's",
+                "task": "explicitly offensive vs other English text, per sentence: profanity, slurs, crude sexual "
+                        "wording, insult words aimed at people, explicit threats (Waseem et al. 2017's explicit "
+                        "abuse); offence carried only by topic, stereotype or innuendo is not the model's class",
+                "labels": "hand labels for every sentence, following the guideline in classifiers/README.md, by AI "
+                          "assistants acting as annotators (text only, no model score): toxic or not, then for each "
+                          "toxic one explicit or implicit offence. Training side one pass "
+                          "(recipes/toxicity_trainlabels.json, toxicity_trainlabels_rest.json, "
+                          "toxicity_trainlabels_kind.json); held-out side two blind independent passes for each "
+                          "question, disagreements decided by a third annotator (recipes/toxicity_heldout_labels.json)",
                 "data": "single sentences: all nlp-corpus sentences, the Brown corpus (minus sample_data "
                         "target/) and the English man pages; toxic ones written positive_weight times (chosen on "
                         "validation, see decision_threshold)",
-                "primary_metric": "heldout_checks.hand_labels: F1 against hand labels of held-out nlp-corpus "
-                                  "sentences (recipes/toxicity_handlabels.json) at the threshold chosen on the "
-                                  "training side; 'heldout' is against the teacher's confident labels only",
-                "limits": "English only; every hand label is a single pass by one AI annotator (the training pools "
-                          "split between three annotators, no sentence labelled twice, no adjudication); the "
-                          "evaluation set over-samples sentences where the teacher / word list / first student "
-                          "fire, and has only 6 toxic sentences among its random draws; the 'ok' training labels "
-                          "outside the hand-labelled pools are the teacher's (p < 0.2; under 400 chars p < 0.1), so toxic "
-                          "sentences the teacher scores that low are seen as 'ok'; the second pool was added after "
-                          "the evaluation results were known; the score is "
-                          "not calibrated (use decision_threshold); implicit hate without slurs is missed",
+                "primary_metric": "heldout: F1 for explicit offence against the hand labels of every held-out "
+                                  "sentence at the threshold chosen on the training side; "
+                                  "heldout_checks.broad_guideline gives the same with implicit offence counted",
+                "limits": "English only; the annotators are AI assistants of one model family, so their agreement "
+                          "(heldout_checks.annotation) overstates what independent people would reach; training "
+                          "labels are one pass; nlp-corpus is chat, lyrics, jokes and reviews, Brown is 1961 prose: "
+                          "other registers (forums, news comments) are not measured; implicit offence (topic jokes, "
+                          "innuendo, put-downs without insult words) is out of the model's class and mostly missed "
+                          "(heldout_checks.broad_guideline); the score is not calibrated (use decision_threshold)",
                 "recipe": "classifiers/recipes/toxicity.py",
             })
         chosen = choose(cfg, work, sents)
         cfg.threshold, cfg.positive_weight = chosen["threshold"], chosen["positive_weight"]
-        cfg.fasttext = dataclasses.replace(FASTTEXT, word_ngrams=chosen["word_ngrams"])
+        cfg.fasttext = dataclasses.replace(FASTTEXT, epoch=chosen["epoch"])
         cfg.data = [str(work / "units.jsonl")]
         card = train_classifier(cfg)
         card["data"] = json.loads(json.dumps(card["data"]).replace(str(work), "<work>"))
         card["data"]["built"] = made
         card["decision_threshold"] = chosen
-        card["heldout_checks"] = heldout_checks(Path(args.out), work, args.seed, holdout_frac, sents,
-                                                chosen["threshold"])
+        card["heldout_checks"] = heldout_checks(Path(args.out), work, args.seed, holdout_frac, chosen["threshold"])
     card["recipe_seconds"] = round(time.perf_counter() - t0, 1)
     write_card(args.out, card)
-    hl = card["heldout_checks"]["hand_labels"]
+    hc = card["heldout_checks"]
     print(json.dumps({"sha256": card["sha256"], "size_bytes": card["size_bytes"], "heldout": card["heldout"],
-                      "threshold": chosen, "hand_all": hl["all"], "hand_random": hl["random_draws_only"],
-                      "post_stratified": hl["post_stratified_estimate"], "recipe_seconds": card["recipe_seconds"]},
-                     indent=1))
+                      "chosen": {k: v for k, v in chosen.items() if k != "candidates"},
+                      "baselines": {k: hc[k] for k in ("teacher_at_0.5", "wordlist")},
+                      "by_source": {k: v["student"] for k, v in hc["by_source"].items()},
+                      "annotation": hc["annotation"], "recipe_seconds": card["recipe_seconds"]}, indent=1))
 
 
 if __name__ == "__main__":

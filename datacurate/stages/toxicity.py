@@ -2,16 +2,17 @@
 
 Two rules, each can be turned off:
 
-* ``classifier``: a fastText model trained sentence by sentence on alt-profanity-check's
-  labels (a linear model trained on human-labelled comments), corrected by hand where
-  that teacher fires (classifiers/README.md); Dolma (Soldaini et al. 2024) likewise
-  scored sentences with fastText classifiers trained on Jigsaw toxic comments. With
+* ``classifier``: a fastText model trained sentence by sentence on hand labels to find
+  explicit offence (profanity, slurs, crude sexual wording, insult words, explicit
+  threats; the explicit / implicit split of Waseem et al. 2017), classifiers/README.md;
+  Dolma (Soldaini et al. 2024) likewise scored sentences with fastText classifiers
+  trained on Jigsaw toxic comments. With
   ``granularity: sentence`` (default) every sentence is scored and ``toxicity_score`` is
   made from their P(toxic) by ``aggregate``: ``mean`` (default), ``max`` (the worst
   sentence), or ``share``: the share of sentences at or above ``unit_threshold``, by
   default the one-sentence decision threshold recorded in the model's card
   (``decision_threshold.threshold``). The shipped model's scores are not calibrated (its
-  threshold, 0.35, is not 0.5), so its mean P(toxic) is a ranking, not a share of toxic
+  threshold is 0.6, not 0.5), so its mean P(toxic) is a ranking, not a share of toxic
   sentences; ``share`` is that share (pipelines/sample.yaml uses it). ``line`` does the
   same per line, ``document`` scores the whole text at once. Reject above ``max_score``
   -> ``toxicity/model_score``. English only by default: with a ``lang`` column, rows of
