@@ -18,7 +18,7 @@ Splitting punctuation off words (``"word,"`` -> ``word ,``) costs a regex pass b
 worth it on small training sets: on the recipes' held-out splits it lifted quality
 ROC-AUC from 0.952 to 0.977, and F1 from 0.79 to 0.90 for the first toxicity model
 (distilled from its teacher alone, scored against the teacher's labels; not re-measured
-for the hand-corrected model shipped now). A model without
+for the model shipped now, trained on hand labels). A model without
 a card (DCLM's, say) gets fastText's usual input: newlines as spaces, nothing else.
 """
 
