@@ -97,11 +97,6 @@ def source_sentences() -> dict[str, list[str]]:
     return out
 
 
-def text_of(uid: str, sents: dict[str, list[str]]) -> str:
-    group, i = uid.split("#")
-    return sents[group][int(i)]
-
-
 def train_labels() -> tuple[dict[str, bool], dict[str, str], set[str], int]:
     """The training-side hand labels: the first two pools (id -> toxic, id -> pool: 'flagged'
     where the teacher gives >= 0.5 or the word list fires, 'teacher_0.1_0.5'), and the toxic
@@ -150,18 +145,17 @@ def build(work: Path, sents: dict[str, list[str]], seed: int, holdout_frac: floa
             r["offence"] = "implicit" if uid in implicit else "explicit"
     if not implicit <= {r["id"] for r, b in zip(records, broad) if b}:
         raise SystemExit("an 'implicit' label on a sentence that is not toxic")
+    y = broad
+    p = predict_prob([r["text"] for r in records])
+    for r, pr in zip(records, p):
+        r["teacher"] = round(float(pr), 6)  # the baseline's score, read again by heldout_checks
+    teacher = p >= 0.5
     sources.write_jsonl(work / "units.jsonl", records)
     sources.write_jsonl(work / "units_train.jsonl", [r for r, t in zip(records, test) if not t])
-    y = broad
-    teacher = predict_prob([r["text"] for r in records]) >= 0.5
     explicit = np.array([r["label"] == "toxic" for r in records])
-    by_pool = {}
-    for uid, pool in list(pools.items()) + [(u, "rest") for u in rest_ids]:
-        d = by_pool.setdefault(pool, {"n": 0, "toxic": 0})
-        d["n"] += 1
-    for uid, t in first.items():
-        by_pool[pools[uid]]["toxic"] += int(t)
-    by_pool["rest"]["toxic"] = len(rest_toxic)
+    by_pool = {k: {"n": sum(v == k for v in pools.values()), "toxic": sum(first[u] for u, v in pools.items() if v == k)}
+               for k in sorted(set(pools.values()))}
+    by_pool["rest"] = {"n": len(rest_ids), "toxic": len(rest_toxic)}
     return {"sentences": len(records), "from_nlp_corpus": sum(r["id"].startswith("nlp/") for r in records),
             "hand_labels": {"train": {"n": int((~test).sum()), "toxic": int((y & ~test).sum()),
                                       "explicit": int((explicit & ~test).sum()), "by_pool": by_pool},
@@ -186,27 +180,18 @@ def wordlist_labels(texts: list[str]) -> np.ndarray:
     return hits > 0
 
 
-def kappa(a: np.ndarray, b: np.ndarray) -> float:
-    """Cohen's kappa of two boolean labellings."""
+def kappa(c: list[str], d: list[str], universe: list[str]) -> float:
+    """Cohen's kappa of two annotators' positive sets (ids) over the items of ``universe``."""
+    a = np.isin(universe, c)
+    b = np.isin(universe, d)
     po = float((a == b).mean())
     pe = float(a.mean() * b.mean() + (1 - a.mean()) * (1 - b.mean()))
     return round((po - pe) / (1 - pe), 4)
 
 
-def _kappa_sets(c: list[str], d: list[str], universe: list[str]) -> float:
-    pos = {u: k for k, u in enumerate(universe)}
-    a = np.zeros(len(universe), bool)
-    b = np.zeros(len(universe), bool)
-    a[[pos[u] for u in c]] = True
-    b[[pos[u] for u in d]] = True
-    return kappa(a, b)
-
-
 def heldout_checks(model: Path, work: Path, seed: int, holdout_frac: float, threshold: float) -> dict:
     """On every held-out sentence and its hand label: the baselines (teacher, word list), the
     student by source and at 0.5, its errors, and the annotators' agreement."""
-    from profanity_check import predict_prob
-
     recs = [json.loads(x) for x in (work / "units.jsonl").open()]
     groups = np.array([r["id"].split("#")[0] for r in recs], dtype=object)
     test = heldout_mask(groups, holdout_frac, seed)
@@ -216,7 +201,7 @@ def heldout_checks(model: Path, work: Path, seed: int, holdout_frac: float, thre
     y = np.array([r["label"] == "toxic" for r in recs])
     broad = np.array(["offence" in r for r in recs])
     student = np.nan_to_num(FastTextScorer(model, "toxic").score(texts))
-    teacher = predict_prob(texts)
+    teacher = np.array([r["teacher"] for r in recs])
     wl = wordlist_labels(texts).astype(float)
     src = np.array([i.split("/")[0] for i in ids])
     pred = student >= threshold
@@ -240,23 +225,19 @@ def heldout_checks(model: Path, work: Path, seed: int, holdout_frac: float, thre
                "implicit_caught_by_student": int((pred & broad & ~y).sum())}}
     held = json.loads(HELDOUT_LABELS.read_text())
     pos = {u: k for k, u in enumerate(ids)}
-    a = np.zeros(len(ids), bool)
-    b = np.zeros(len(ids), bool)
-    a[[pos[u] for u in held["passes"]["A"]]] = True
-    b[[pos[u] for u in held["passes"]["B"]]] = True
+    a, b = np.isin(ids, held["passes"]["A"]), np.isin(ids, held["passes"]["B"])
     earlier = json.loads(EARLIER_EVAL.read_text())["labels"]
     e_idx = np.array([pos[h["id"]] for h in earlier])
     e_y = np.array([h["toxic"] for h in earlier], dtype=bool)
     out["annotation"] = {
         "pass_a_toxic": int(a.sum()), "pass_b_toxic": int(b.sum()), "both": int((a & b).sum()),
-        "disagreements": int((a != b).sum()), "cohen_kappa_a_b": kappa(a, b),
+        "disagreements": int((a != b).sum()), "cohen_kappa_a_b": kappa(held["passes"]["A"], held["passes"]["B"], ids),
         "adjudicated_toxic": int(sum(held["adjudicated"].values())),
         "explicit_or_implicit": {
             "pass_c_implicit": len(held["implicit_passes"]["C"]), "pass_d_implicit": len(held["implicit_passes"]["D"]),
             "both_implicit": len(set(held["implicit_passes"]["C"]) & set(held["implicit_passes"]["D"])),
             "disagreements": len(held["implicit_adjudicated"]), "final_implicit": len(held["implicit"]),
-            "cohen_kappa_c_d": _kappa_sets(held["implicit_passes"]["C"], held["implicit_passes"]["D"],
-                                           held["toxic"])},
+            "cohen_kappa_c_d": kappa(held["implicit_passes"]["C"], held["implicit_passes"]["D"], held["toxic"])},
         "earlier_single_pass_labels": {
             "how": "toxicity_handlabels.json: the earlier evaluation set (950 held-out nlp-corpus sentences, one "
                    "pass, broad guideline, flagged sentences over-sampled) against the final broad labels",
@@ -265,7 +246,7 @@ def heldout_checks(model: Path, work: Path, seed: int, holdout_frac: float, thre
     return out
 
 
-def validate(cfg: TrainConfig, work: Path, sents) -> dict:
+def validate(cfg: TrainConfig, work: Path) -> dict:
     """Train ``cfg`` on the training files minus a validation fifth of them (``VALID_SEED``)
     and score every sentence of that fifth against its hand label: F1 at each threshold.
     The held-out labels are never looked at."""
@@ -289,10 +270,10 @@ def validate(cfg: TrainConfig, work: Path, sents) -> dict:
             "inner_train_seconds": card["train_seconds"]}
 
 
-def choose(cfg: TrainConfig, work: Path, sents) -> dict:
+def choose(cfg: TrainConfig, work: Path) -> dict:
     """positive_weight, epochs and decision threshold with the best validation F1 (training side only)."""
     runs = [validate(dataclasses.replace(cfg, positive_weight=w, fasttext=dataclasses.replace(cfg.fasttext, epoch=e)),
-                     work, sents)
+                     work)
             for w, e in CANDIDATES]
     best = max(runs, key=lambda r: r["validation"]["f1"])  # ties: the first (fewer epochs, lower weight)
     return {"how": "for each candidate (positive_weight 2, 4 or 8, times 10 or 20 epochs), an inner "
@@ -343,7 +324,7 @@ def main() -> None:
                           "(heldout_checks.broad_guideline); the score is not calibrated (use decision_threshold)",
                 "recipe": "classifiers/recipes/toxicity.py",
             })
-        chosen = choose(cfg, work, sents)
+        chosen = choose(cfg, work)
         cfg.threshold, cfg.positive_weight = chosen["threshold"], chosen["positive_weight"]
         cfg.fasttext = dataclasses.replace(FASTTEXT, epoch=chosen["epoch"])
         cfg.data = [str(work / "units.jsonl")]
