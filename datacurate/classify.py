@@ -180,6 +180,9 @@ class TrainConfig:
     positive: list[str] = field(default_factory=list)  # files / dirs / globs (JSONL or Parquet) of positive examples
     negative: list[str] = field(default_factory=list)  # ... of negative examples
     data: list[str] = field(default_factory=list)  # files whose label_field holds the label (instead of positive/negative)
+    # extra labelled files (label_field) that are always on the training side: added data from another
+    # register that must not change, or enter, the held-out split
+    train_only: list[str] = field(default_factory=list)
     positive_label: str = "pos"  # scores are P(positive_label); the stage's `label`
     negative_label: str = "neg"
     label_field: str = "label"
@@ -207,14 +210,18 @@ class TrainConfig:
 
 
 def read_examples(cfg: TrainConfig) -> tuple[list[str], np.ndarray, np.ndarray, dict]:
-    """-> (raw texts, labels, groups, per-label counts); bad records are skipped and counted."""
+    """-> (raw texts, labels, groups, per-label counts); bad records are skipped and counted.
+    Examples of ``train_only`` files come last, their groups prefixed ``train_only:``."""
     from datacurate.config import InputConfig
     from datacurate.io import plan_reads, read_task
 
     parts = [(p, cfg.positive_label) for p in cfg.positive] + [(p, cfg.negative_label) for p in cfg.negative]
     parts += [(p, None) for p in cfg.data]
+    parts += [(p, "train_only") for p in cfg.train_only]
     texts, labels, ids, skipped = [], [], [], 0
     for path, label in parts:
+        only = label == "train_only"
+        label = None if only else label
         inp = InputConfig(path=[path], text_field=cfg.text_field, id_field=cfg.id_field,
                           domain_field=cfg.label_field, default_domain="")
         for task in plan_reads(inp):
@@ -222,7 +229,7 @@ def read_examples(cfg: TrainConfig) -> tuple[list[str], np.ndarray, np.ndarray, 
                 good = t.filter(pc.is_null(t.column("reject_reason")))
                 skipped += t.num_rows - good.num_rows
                 texts += good.column("text").to_pylist()
-                ids += good.column("id").to_pylist()
+                ids += [f"train_only:{i}" for i in good.column("id").to_pylist()] if only else good.column("id").to_pylist()
                 labels += [label] * good.num_rows if label else good.column("domain").to_pylist()
     y = np.array(labels, dtype=object)
     keep = np.isin(y, [cfg.positive_label, cfg.negative_label])
@@ -284,7 +291,7 @@ def train_classifier(config: TrainConfig | None = None, **params) -> dict:
     t0 = time.perf_counter()
     raw, y_lab, groups, counts = read_examples(cfg)
     lines = normalize(pa.array(raw, pa.large_string()), cfg.lowercase, cfg.max_chars, cfg.split_punctuation).to_pylist()
-    test = heldout_mask(groups, cfg.holdout_frac, cfg.seed)
+    test = heldout_mask(groups, cfg.holdout_frac, cfg.seed) & ~np.char.startswith(groups.astype(str), "train_only:")
     nonempty = np.array([bool(s) for s in lines], dtype=bool)
     y = y_lab == cfg.positive_label
     if test.all() or not test.any() or len(set(y[~test])) < 2:
@@ -315,7 +322,8 @@ def train_classifier(config: TrainConfig | None = None, **params) -> dict:
         "normalization": {"lowercase": cfg.lowercase, "split_punctuation": cfg.split_punctuation,
                           "max_chars": cfg.max_chars, "rule": "datacurate.classify.normalize: newlines and "
                           "Unicode spaces -> spaces; split_punctuation: punctuation/symbols -> own tokens"},
-        "data": {"positive": cfg.positive, "negative": cfg.negative, "data": cfg.data, **counts},
+        "data": {"positive": cfg.positive, "negative": cfg.negative, "data": cfg.data, **counts,
+                 **({"train_only_files": cfg.train_only} if cfg.train_only else {})},
         "split": {"by": "source document (id prefix before '#')", "holdout_frac": cfg.holdout_frac,
                   "seed": cfg.seed, "groups_train": int(len(set(groups[~test]))),
                   "groups_heldout": int(len(set(groups[test])))},
@@ -323,7 +331,9 @@ def train_classifier(config: TrainConfig | None = None, **params) -> dict:
                    "positive_weight": cfg.positive_weight},
         "train_seconds": round(train_seconds, 1),
     }
-    for side, mask in (("train", ~test), ("heldout", test)):
+    only = np.char.startswith(groups.astype(str), "train_only:")
+    sides = [("train", ~test), ("heldout", test)] + ([("train_only", only)] if only.any() else [])
+    for side, mask in sides:
         card["data"][side] = {"examples": int(mask.sum()), "positive": int((y & mask).sum()),
                               "negative": int((~y & mask).sum()),
                               "chars": int(sum(len(raw[i]) for i in np.flatnonzero(mask)))}

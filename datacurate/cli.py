@@ -80,7 +80,7 @@ def cmd_train_classifier(args) -> int:
     from datacurate.classify import load_train_config, train_classifier
 
     cfg = load_train_config(args.config, args.set, positive=args.positive, negative=args.negative,
-                            data=args.data, output=args.output)
+                            data=args.data, train_only=args.train_only, output=args.output)
     card = train_classifier(cfg)
     m = card["heldout"]
     print(f"{cfg.output}: {card['size_bytes'] / 1e6:.2f} MB, {card['data']['train']['examples']:,} train / "
@@ -185,6 +185,8 @@ def build_parser() -> argparse.ArgumentParser:
     tc.add_argument("--positive", nargs="+", metavar="PATH", help="positive examples: JSONL / Parquet files, dirs, globs")
     tc.add_argument("--negative", nargs="+", metavar="PATH", help="negative examples")
     tc.add_argument("--data", nargs="+", metavar="PATH", help="examples with a label field (see label_field)")
+    tc.add_argument("--train-only", nargs="+", metavar="PATH", dest="train_only",
+                    help="more labelled examples (label field) kept on the training side, never held out")
     tc.add_argument("--output", help="model path (.ftz); the card is written next to it (.json)")
     tc.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                     help="override a parameter, e.g. fasttext.epoch=10, holdout_frac=0.1, positive_label=hq")

@@ -190,3 +190,26 @@ def test_character_ngrams_score_unseen_spellings(tmp_path):
     with pytest.raises(ConfigError, match="minn"):
         train_classifier(output=str(tmp_path / "x.ftz"), data=[str(path)], positive_label="bad",
                          negative_label="good", fasttext={"minn": 4, "maxn": 2})
+
+
+def test_train_only_data_stays_on_the_training_side(data, tmp_path):
+    """``train_only`` examples are trained on but never held out, and the held-out split of
+    the main data is the same with or without them; here they teach a word the main
+    data never shows, which the model then scores by."""
+    extra = tmp_path / "extra.jsonl"
+    recs = [{"id": f"x{i}#0", "text": f"zorblax {i} zorblax", "label": "lq"} for i in range(60)]
+    extra.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    base = dict(positive=[str(data / "pos.jsonl")], negative=[str(data / "neg.jsonl")], positive_label="hq",
+                negative_label="lq", **FAST)
+    plain = train_classifier(output=str(tmp_path / "a" / "m.ftz"), **base)
+    more = train_classifier(output=str(tmp_path / "b" / "m.ftz"), train_only=[str(extra)], **base)
+    assert more["data"]["train_only"] == {"examples": 60, "positive": 0, "negative": 60, "chars": sum(
+        len(r["text"]) for r in recs)}
+    assert more["data"]["heldout"] == plain["data"]["heldout"] and more["data"]["train_only_files"] == [str(extra)]
+    assert more["split"]["groups_heldout"] == plain["split"]["groups_heldout"]
+    assert more["split"]["groups_train"] == plain["split"]["groups_train"] + 60
+    assert more["data"]["train"]["examples"] == plain["data"]["train"]["examples"] + 60
+    probe = ["zorblax zorblax zorblax"]
+    assert FastTextScorer(tmp_path / "b" / "m.ftz", "hq").score(probe)[0] < 0.2
+    cfg = load_train_config(None, ["train_only=[e.jsonl]"], positive=["a"], negative=["b"])
+    assert cfg.train_only == ["e.jsonl"]

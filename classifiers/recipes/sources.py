@@ -14,6 +14,7 @@ import importlib.util
 import json
 import os
 import re
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -87,6 +88,64 @@ def nlp_sentences(cache: Path = CACHE) -> list[tuple[str, list[str]]]:
     d = _need(cache / "npm" / "nlp-corpus-4.4.0" / "package" / "builds")
     return [(f"nlp/doc-{i}", [s.strip() for s in json.loads((d / f"doc-{i}.json").read_text()) if s.strip()])
             for i in range(100)]
+
+
+FORTUNE_TARBALL = "fortune-mod_1.99.1.orig.tar.gz"
+FORTUNE_URL = f"http://deb.debian.org/debian/pool/main/f/fortune-mod/{FORTUNE_TARBALL}"
+# from Debian's fortune-mod_1.99.1-7.3.dsc (Checksums-Sha256)
+FORTUNE_SHA256 = "fc51aee1f73c936c885f4e0f8b6b48f4f68103e3896eaddc6a45d2b71e14eace"
+
+
+def fortune_files(cache: Path = CACHE) -> Path:
+    """The ``datfiles/`` folder of fortune-mod 1.99.1's source tarball, fetched from the
+    Debian archive's pool (the upstream tarball Debian builds ``fortunes`` from; it still
+    carries upstream's offensive section, ``datfiles/off/unrotated/``, which Debian no
+    longer ships as a binary package). The download is checked against the sha256 that
+    Debian's ``.dsc`` gives."""
+    import hashlib
+    import tarfile
+    import urllib.request
+
+    d = cache / "x" / "fortune-mod"
+    dest = d / "fortune-mod-1.99.1" / "datfiles"
+    if dest.is_dir():
+        return dest
+    d.mkdir(parents=True, exist_ok=True)
+    tgz = d / FORTUNE_TARBALL
+    if not tgz.exists():
+        print(f"[fetch] {FORTUNE_URL}", file=sys.stderr)
+        with urllib.request.urlopen(FORTUNE_URL, timeout=120) as r:
+            data = r.read()
+        if hashlib.sha256(data).hexdigest() != FORTUNE_SHA256:
+            raise SystemExit(f"{FORTUNE_URL}: sha256 mismatch")
+        tgz.write_bytes(data)
+    with tarfile.open(tgz) as tf:
+        members = [m for m in tf.getmembers() if (m.isfile() or m.isdir()) and m.name.startswith("fortune-mod-1.99.1/datfiles")
+                   and not m.name.startswith("/") and ".." not in m.name.split("/")]
+        tf.extractall(d, members=members)
+    return dest
+
+
+def fortunes(cache: Path = CACHE) -> list[tuple[str, list[str]]]:
+    """[(file, fortunes)] from fortune-mod 1.99.1: the offensive section (``fortune/off/<file>``,
+    6,953 fortunes: dirty jokes, limericks, ethnic and religious jokes, vulgarity) and the
+    regular one (``fortune/reg/<file>``, 14,788). Each fortune is one string with its
+    whitespace collapsed; files are UTF-8 or Latin-1."""
+    base = fortune_files(cache)
+    out = []
+    for section, files in (("off", sorted((base / "off" / "unrotated").iterdir())),
+                           ("reg", sorted(p for p in base.iterdir() if p.is_file()))):
+        for p in files:
+            if p.name == "Makefile" or not p.is_file():
+                continue
+            raw = p.read_bytes()
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                text = raw.decode("latin-1")
+            items = [" ".join(x.split()) for x in re.split(r"^%\s*$", text, flags=re.M)]
+            out.append((f"fortune/{section}/{p.name}", [x for x in items if x]))
+    return out
 
 
 def ldnoobw(lang: str = "en") -> list[str]:

@@ -1,7 +1,7 @@
 """Retrain ``classifiers/toxicity.ftz`` from scratch: explicitly offensive vs other English text.
 
     .venv/bin/pip install -e ".[recipes]"                  # alt-profanity-check: the baseline it is compared with
-    .venv/bin/python classifiers/recipes/toxicity.py       # ~5 min on one core (7 fastText trainings)
+    .venv/bin/python classifiers/recipes/toxicity.py       # ~6 min on two cores (9 fastText trainings)
 
 Units are single sentences, as Dolma scored toxicity per sentence (the stage's default
 ``granularity: sentence``): all 100k nlp-corpus sentences (chat, SMS, lyrics, jokes,
@@ -10,6 +10,13 @@ corpus and the English man pages, 176,439 in all. A unit's id names its exact se
 (``nlp/doc-17#120``), so labels point at source text. The split is by source file (an
 nlp-corpus file of 1,000 sentences, a Brown sample, a man page), 20 % held out.
 
+Extra training data, never held out: the 44,129 sentences of fortune-mod 1.99.1's fortune
+files (``sources.fortunes``: its offensive section, dirty jokes, limericks, ethnic jokes,
+vulgarity, and its regular one), less any sentence whose text already occurs in the
+sources above (``fortune_sentences``). They go to the trainer as ``train_only`` data, so
+the held-out split and the validation fifth are the same as without them; whether to add
+them at all is one of the candidates below.
+
 Labels: every sentence has a hand label, following the guideline in classifiers/README.md
 (one English sentence judged alone; AI assistants acting as annotators, reading only the
 text, no model score shown):
@@ -17,6 +24,9 @@ text, no model score shown):
 * training side (143,918): ``toxicity_trainlabels.json`` (22,113 in two pools labelled
   first: where the teacher below fires or the word list does, and teacher p in
   [0.1, 0.5)) and ``toxicity_trainlabels_rest.json`` (the other 121,805, one pass);
+* fortunes (44,129, training only): ``toxicity_trainlabels_fortunes.json``, one pass by
+  eight annotators, each sentence judged toxic or not and, if toxic, explicit or implicit
+  in the same reading (1,542 explicit, 1,815 implicit);
 * held-out side (32,521): ``toxicity_heldout_labels.json``, every sentence labelled twice,
   blind and independently (two shuffled passes split between eight annotators), the
   disagreements decided by a third annotator.
@@ -35,11 +45,12 @@ human-labelled tweets and Wikipedia comments; earlier models were distilled from
 now only a baseline: the card compares it and the LDNOOBW word list with the student on
 the same held-out labels.
 
-Model selection uses the training files only: for each candidate (toxic sentences written
-2, 4 or 8 times; 10 or 20 epochs; word unigrams and character 3-5-grams), an inner model is
-trained on four fifths of the training files and scored on the hand labels of the other
-fifth (every sentence in it); the candidate and decision threshold with the best F1 win,
-and the final model is trained on all training files. The card records the threshold
+Model selection uses the training files only: for each candidate (without or with the
+fortunes; toxic sentences written 2 or 4 times; word unigrams or uni+bigrams; 20 epochs and
+character 3-5-grams throughout), an inner model is trained on four fifths of the training
+files (plus the fortunes, if the candidate has them) and scored on the hand labels of the
+other fifth (every sentence in it); the candidate and decision threshold with the best F1
+win, and the final model is trained on all training files. The card records the threshold
 (``decision_threshold.threshold``); the stage's ``aggregate: share`` reads it from there.
 
 Evaluation: the card's ``heldout`` (written by the trainer) is the student at that
@@ -74,6 +85,7 @@ HERE = Path(__file__).resolve().parent
 TRAINLABELS = HERE / "toxicity_trainlabels.json"  # train side, first two pools (ids + label)
 TRAINLABELS_REST = HERE / "toxicity_trainlabels_rest.json"  # train side, every other sentence (toxic ids)
 TRAINLABELS_KIND = HERE / "toxicity_trainlabels_kind.json"  # train side: which toxic ones are implicit
+FORTUNE_LABELS = HERE / "toxicity_trainlabels_fortunes.json"  # fortune-mod sentences (training only): explicit / implicit
 HELDOUT_LABELS = HERE / "toxicity_heldout_labels.json"  # held-out side, every sentence: evaluation only
 EARLIER_EVAL = HERE / "toxicity_handlabels.json"  # the earlier 950-sentence evaluation set: agreement only
 VALID_SEED = 1  # the inner split (train files only) that picks the candidate and decision threshold
@@ -84,7 +96,8 @@ QUANTIZE = QuantizeParams(cutoff=30_000, qnorm=False)
 # candidates, picked on the training-side validation split: (positive_weight = each toxic training sentence
 # written this many times, epochs); character 3-5-grams throughout (best validation F1 with norm quantisation:
 # 0.790 without them, 0.825 with)
-CANDIDATES = [(w, e) for e in (10, 20) for w in (2, 4, 8)]
+# (fortunes: add the fortune-mod sentences, training side only; positive_weight; word_ngrams), 20 epochs
+CANDIDATES = [(f, w, n) for f in (False, True) for w in (2, 4) for n in (1, 2)]
 THRESHOLDS = [0.02, 0.03, 0.05, 0.07] + [round(0.05 * i, 2) for i in range(2, 20)] + [0.97, 0.98, 0.99]
 SENT_RE = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'(])")
 
@@ -94,6 +107,31 @@ def source_sentences() -> dict[str, list[str]]:
     out = {g: s for g, s in sources.nlp_sentences()}
     for g, paras in sources.brown() + sources.man_pages():
         out[g] = [s for p in paras for s in SENT_RE.split(p) if s.strip()]
+    return out
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.lower().split())
+
+
+def fortune_sentences(existing: dict[str, list[str]], dropped: dict | None = None) -> dict[str, list[str]]:
+    """group -> sentences of fortune-mod's fortunes (``sources.fortunes``), training side only:
+    a sentence whose lower-cased, whitespace-collapsed text already occurs among the other
+    sources' sentences (held-out ones included: nlp-corpus has jokes of its own) or earlier
+    in the fortunes is dropped, so no held-out sentence is trained on (``dropped`` counts them)."""
+    seen = {_norm(t) for v in existing.values() for t in v}
+    out = {}
+    for g, items in sources.fortunes():
+        keep = []
+        for t in (x for it in items for x in SENT_RE.split(it)):
+            n = _norm(t)
+            if n and n in seen and dropped is not None:
+                dropped["duplicate_sentences_dropped"] = dropped.get("duplicate_sentences_dropped", 0) + 1
+            if n and n not in seen:
+                seen.add(n)
+                keep.append(t.strip())
+        if keep:
+            out[g] = keep
     return out
 
 
@@ -112,6 +150,29 @@ def _ids_digest(ids: list[str]) -> str:
     import hashlib
 
     return hashlib.sha256("\n".join(ids).encode()).hexdigest()
+
+
+def build_fortunes(work: Path, fsents: dict[str, list[str]]) -> dict:
+    """Label every fortune sentence from ``toxicity_trainlabels_fortunes.json`` (checked by
+    count and id digest) and write ``units_fortunes.jsonl``: training-side-only data."""
+    records = [{"id": f"{g}#{i}", "text": t} for g in sorted(fsents) for i, t in enumerate(fsents[g])]
+    lab = json.loads(FORTUNE_LABELS.read_text())
+    ids = [r["id"] for r in records]
+    if (len(ids), _ids_digest(ids)) != (lab["n"], lab["ids_sha256"]):
+        raise SystemExit("toxicity_trainlabels_fortunes.json does not match the fortune sentences")
+    explicit, implicit = set(lab["explicit"]), set(lab["implicit"])
+    if explicit & implicit or not (explicit | implicit) <= set(ids):
+        raise SystemExit("toxicity_trainlabels_fortunes.json: overlapping or unknown ids")
+    for r in records:
+        r["label"] = "toxic" if r["id"] in explicit else "ok"
+        if r["id"] in explicit | implicit:
+            r["offence"] = "explicit" if r["id"] in explicit else "implicit"
+    sources.write_jsonl(work / "units_fortunes.jsonl", records)
+    section = np.array([i.split("/")[1] for i in ids])
+    ex = np.isin(ids, list(explicit))
+    im = np.isin(ids, list(implicit))
+    return {s: {"n": int((section == s).sum()), "explicit": int((ex & (section == s)).sum()),
+                "implicit": int((im & (section == s)).sum())} for s in ("off", "reg")}
 
 
 def build(work: Path, sents: dict[str, list[str]], seed: int, holdout_frac: float) -> dict:
@@ -250,19 +311,21 @@ def validate(cfg: TrainConfig, work: Path) -> dict:
     """Train ``cfg`` on the training files minus a validation fifth of them (``VALID_SEED``)
     and score every sentence of that fifth against its hand label: F1 at each threshold.
     The held-out labels are never looked at."""
-    inner = dataclasses.replace(cfg, output=str(work / "inner.ftz"), data=[str(work / "units_train.jsonl")],
+    name = f"inner_{len(cfg.train_only)}_{cfg.positive_weight}_{cfg.fasttext.word_ngrams}_{cfg.fasttext.epoch}.ftz"
+    inner = dataclasses.replace(cfg, output=str(work / name), data=[str(work / "units_train.jsonl")],
                                 seed=VALID_SEED)
     card = train_classifier(inner)
     recs = [json.loads(x) for x in (work / "units_train.jsonl").open()]
     valid = heldout_mask(np.array([r["id"].split("#")[0] for r in recs], dtype=object), cfg.holdout_frac, VALID_SEED)
     recs = [r for r, v in zip(recs, valid) if v]
     y = np.array([r["label"] == "toxic" for r in recs])
-    s = np.nan_to_num(FastTextScorer(work / "inner.ftz", "toxic").score([r["text"] for r in recs]))
+    s = np.nan_to_num(FastTextScorer(work / name, "toxic").score([r["text"] for r in recs]))
     f1 = {t: binary_metrics(s, y, t)["f1"] for t in THRESHOLDS}
     best = max(THRESHOLDS, key=lambda t: (f1[t], -abs(t - 0.5)))  # ties: nearer 0.5
     _, pools, _, _ = train_labels()
     in_pool = np.array([pools.get(r["id"], "rest") for r in recs], dtype=object)
-    return {"positive_weight": cfg.positive_weight, "epoch": cfg.fasttext.epoch,
+    return {"fortunes": bool(cfg.train_only), "positive_weight": cfg.positive_weight,
+            "word_ngrams": cfg.fasttext.word_ngrams, "epoch": cfg.fasttext.epoch,
             "threshold": best, "validation": binary_metrics(s, y, best),
             "validation_by_pool": {k: binary_metrics(s[in_pool == k], y[in_pool == k], best)
                                    for k in sorted(set(in_pool))},
@@ -271,17 +334,25 @@ def validate(cfg: TrainConfig, work: Path) -> dict:
 
 
 def choose(cfg: TrainConfig, work: Path) -> dict:
-    """positive_weight, epochs and decision threshold with the best validation F1 (training side only)."""
-    runs = [validate(dataclasses.replace(cfg, positive_weight=w, fasttext=dataclasses.replace(cfg.fasttext, epoch=e)),
-                     work)
-            for w, e in CANDIDATES]
-    best = max(runs, key=lambda r: r["validation"]["f1"])  # ties: the first (fewer epochs, lower weight)
-    return {"how": "for each candidate (positive_weight 2, 4 or 8, times 10 or 20 epochs), an inner "
-                   f"model is trained on the training files only with a fifth of them (seed {VALID_SEED}) held out; "
-                   "the threshold with the best F1 on the hand labels of every sentence in that fifth is taken, and "
-                   "the candidate with the best such F1 wins. The held-out labels play no part.",
-            "positive_weight": best["positive_weight"], "epoch": best["epoch"],
-            "threshold": best["threshold"], "candidates": runs}
+    """Whether to add the fortune sentences, positive_weight, word n-grams and the decision
+    threshold with the best validation F1 (training side only). Candidates train two at a
+    time (each fastText run is one single-threaded, deterministic subprocess)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    fort = [str(work / "units_fortunes.jsonl")]
+    cands = [dataclasses.replace(cfg, positive_weight=w, train_only=fort if f else [],
+                                 fasttext=dataclasses.replace(cfg.fasttext, word_ngrams=n)) for f, w, n in CANDIDATES]
+    with ThreadPoolExecutor(2) as pool:
+        runs = list(pool.map(lambda c: validate(c, work), cands))
+    best = max(runs, key=lambda r: r["validation"]["f1"])  # ties: the first in CANDIDATES order
+    return {"how": "for each candidate (without or with the fortune sentences, positive_weight 2 or 4, word "
+                   "unigrams or uni+bigrams; 20 epochs, character 3-5-grams), an inner model is trained on the "
+                   f"training files only with a fifth of them (seed {VALID_SEED}) held out (the fortunes, when "
+                   "added, are all on the training side); the threshold with the best F1 on the hand labels of "
+                   "every sentence in that fifth is taken, and the candidate with the best such F1 wins. The "
+                   "held-out labels play no part.",
+            **{k: best[k] for k in ("fortunes", "positive_weight", "word_ngrams", "epoch", "threshold")},
+            "candidates": runs}
 
 
 def main() -> None:
@@ -296,6 +367,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(args.work or tmp)
         made = build(work, sents, args.seed, holdout_frac)
+        dropped: dict = {}
+        made["fortunes"] = build_fortunes(work, fortune_sentences(sents, dropped))
+        made["fortunes"].update(dropped)
         cfg = TrainConfig(
             output=args.out, name="toxicity", data=[], label_field="label",
             positive_label="toxic", negative_label="ok", seed=args.seed, holdout_frac=holdout_frac,
@@ -308,11 +382,14 @@ def main() -> None:
                           "assistants acting as annotators (text only, no model score): toxic or not, then for each "
                           "toxic one explicit or implicit offence. Training side one pass "
                           "(recipes/toxicity_trainlabels.json, toxicity_trainlabels_rest.json, "
-                          "toxicity_trainlabels_kind.json); held-out side two blind independent passes for each "
+                          "toxicity_trainlabels_kind.json; fortunes: toxicity_trainlabels_fortunes.json, both "
+                          "questions in one reading); held-out side two blind independent passes for each "
                           "question, disagreements decided by a third annotator (recipes/toxicity_heldout_labels.json)",
                 "data": "single sentences: all nlp-corpus sentences, the Brown corpus (minus sample_data "
-                        "target/) and the English man pages; toxic ones written positive_weight times (chosen on "
-                        "validation, see decision_threshold)",
+                        "target/) and the English man pages, split by source file; plus, on the training side "
+                        "only (train_only), the sentences of fortune-mod 1.99.1's offensive and regular fortune "
+                        "files not already among them, if chosen on validation; toxic ones written "
+                        "positive_weight times (chosen on validation, see decision_threshold)",
                 "primary_metric": "heldout: F1 for explicit offence against the hand labels of every held-out "
                                   "sentence at the threshold chosen on the training side; "
                                   "heldout_checks.broad_guideline gives the same with implicit offence counted",
@@ -321,12 +398,14 @@ def main() -> None:
                           "labels are one pass; nlp-corpus is chat, lyrics, jokes and reviews, Brown is 1961 prose: "
                           "other registers (forums, news comments) are not measured; implicit offence (topic jokes, "
                           "innuendo, put-downs without insult words) is out of the model's class and mostly missed "
-                          "(heldout_checks.broad_guideline); the score is not calibrated (use decision_threshold)",
+                          "(heldout_checks.broad_guideline); the score is not calibrated (use decision_threshold); the "
+                          "fortunes are 1970s-1990s Usenet humour, labelled in one pass",
                 "recipe": "classifiers/recipes/toxicity.py",
             })
         chosen = choose(cfg, work)
         cfg.threshold, cfg.positive_weight = chosen["threshold"], chosen["positive_weight"]
-        cfg.fasttext = dataclasses.replace(FASTTEXT, epoch=chosen["epoch"])
+        cfg.fasttext = dataclasses.replace(FASTTEXT, epoch=chosen["epoch"], word_ngrams=chosen["word_ngrams"])
+        cfg.train_only = [str(work / "units_fortunes.jsonl")] if chosen["fortunes"] else []
         cfg.data = [str(work / "units.jsonl")]
         card = train_classifier(cfg)
         card["data"] = json.loads(json.dumps(card["data"]).replace(str(work), "<work>"))
@@ -337,7 +416,9 @@ def main() -> None:
     write_card(args.out, card)
     hc = card["heldout_checks"]
     print(json.dumps({"sha256": card["sha256"], "size_bytes": card["size_bytes"], "heldout": card["heldout"],
-                      "chosen": {k: v for k, v in chosen.items() if k != "candidates"},
+                      "chosen": {k: v for k, v in chosen.items() if k not in ("candidates", "how")},
+                      "validation": [(r["fortunes"], r["positive_weight"], r["word_ngrams"], r["threshold"],
+                                      r["validation"]["f1"]) for r in chosen["candidates"]],
                       "baselines": {k: hc[k] for k in ("teacher_at_0.5", "wordlist")},
                       "by_source": {k: v["student"] for k, v in hc["by_source"].items()},
                       "annotation": hc["annotation"], "recipe_seconds": card["recipe_seconds"]}, indent=1))

@@ -12,7 +12,7 @@ Two rules, each can be turned off:
   sentence), or ``share``: the share of sentences at or above ``unit_threshold``, by
   default the one-sentence decision threshold recorded in the model's card
   (``decision_threshold.threshold``). The shipped model's scores are not calibrated (its
-  threshold is 0.6, not 0.5), so its mean P(toxic) is a ranking, not a share of toxic
+  threshold is 0.9, not 0.5), so its mean P(toxic) is a ranking, not a share of toxic
   sentences; ``share`` is that share (pipelines/sample.yaml uses it). ``line`` does the
   same per line, ``document`` scores the whole text at once. Reject above ``max_score``
   -> ``toxicity/model_score``. English only by default: with a ``lang`` column, rows of
