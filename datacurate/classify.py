@@ -291,7 +291,8 @@ def train_classifier(config: TrainConfig | None = None, **params) -> dict:
     t0 = time.perf_counter()
     raw, y_lab, groups, counts = read_examples(cfg)
     lines = normalize(pa.array(raw, pa.large_string()), cfg.lowercase, cfg.max_chars, cfg.split_punctuation).to_pylist()
-    test = heldout_mask(groups, cfg.holdout_frac, cfg.seed) & ~np.char.startswith(groups.astype(str), "train_only:")
+    only = np.char.startswith(groups.astype(str), "train_only:")  # train_only files: never held out
+    test = heldout_mask(groups, cfg.holdout_frac, cfg.seed) & ~only
     nonempty = np.array([bool(s) for s in lines], dtype=bool)
     y = y_lab == cfg.positive_label
     if test.all() or not test.any() or len(set(y[~test])) < 2:
@@ -331,7 +332,6 @@ def train_classifier(config: TrainConfig | None = None, **params) -> dict:
                    "positive_weight": cfg.positive_weight},
         "train_seconds": round(train_seconds, 1),
     }
-    only = np.char.startswith(groups.astype(str), "train_only:")
     sides = [("train", ~test), ("heldout", test)] + ([("train_only", only)] if only.any() else [])
     for side, mask in sides:
         card["data"][side] = {"examples": int(mask.sum()), "positive": int((y & mask).sum()),
