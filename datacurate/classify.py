@@ -229,7 +229,8 @@ def read_examples(cfg: TrainConfig) -> tuple[list[str], np.ndarray, np.ndarray, 
                 good = t.filter(pc.is_null(t.column("reject_reason")))
                 skipped += t.num_rows - good.num_rows
                 texts += good.column("text").to_pylist()
-                ids += [f"train_only:{i}" for i in good.column("id").to_pylist()] if only else good.column("id").to_pylist()
+                got = good.column("id").to_pylist()
+                ids += [f"train_only:{i}" for i in got] if only else got
                 labels += [label] * good.num_rows if label else good.column("domain").to_pylist()
     y = np.array(labels, dtype=object)
     keep = np.isin(y, [cfg.positive_label, cfg.negative_label])

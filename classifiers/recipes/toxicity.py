@@ -54,10 +54,10 @@ now only a baseline: the card compares it and the LDNOOBW word list with the stu
 the same held-out labels.
 
 Model selection uses the training files only: for each candidate (no extra data, the
-fortunes, or, with ``--with-comments``, the fortunes and the comments and jokes; toxic sentences written 2x with word
-unigrams or uni+bigrams, or 4x with uni+bigrams; 20 epochs and character 3-5-grams
-throughout), an inner model is trained on four fifths of the training files (plus the
-candidate's extra data) and scored on the hand labels of the
+fortunes, or, with ``--with-comments``, the fortunes and the comments and jokes; toxic
+sentences written 2x with word unigrams or uni+bigrams, or 4x with uni+bigrams; 20 epochs
+and character 3-5-grams throughout), an inner model is trained on four fifths of the
+training files (plus the candidate's extra data) and scored on the hand labels of the
 other fifth (every sentence in it); the candidate and decision threshold with the best F1
 win, and the final model is trained on all training files. The card records the threshold
 (``decision_threshold.threshold``); the stage's ``aggregate: share`` reads it from there.
@@ -103,20 +103,21 @@ FASTTEXT = FastTextParams(dim=32, epoch=20, lr=0.05, word_ngrams=1, min_count=1,
 # qnorm=False: with norm quantisation the retrained scores saturate (a validation F1 of 0.825 only at a 0.95
 # threshold, and '!!!!' lines at 1.0); without it the quantised model scores like the full one (0.841 vs 0.835)
 QUANTIZE = QuantizeParams(cutoff=30_000, qnorm=False)
-# candidates, picked on the training-side validation split: (positive_weight = each toxic training sentence
-# written this many times, epochs); character 3-5-grams throughout (best validation F1 with norm quantisation:
-# 0.790 without them, 0.825 with)
-# (extra training-side-only data: 0 none, 1 the fortunes, 2 the fortunes + the comments and jokes;
-# positive_weight; word_ngrams), 20 epochs. The third kind runs only with --with-comments: it lowered
-# validation F1 (0.843-0.851 against 0.871-0.877 with the fortunes alone), so the default run skips it.
+# Candidates, picked on the training-side validation split, 20 epochs and character 3-5-grams throughout
+# (with norm quantisation the n-grams had lifted validation F1 from 0.790 to 0.825): the extra training-side-only
+# data (EXTRAS[x]: the first x of EXTRA_FILES) x (positive_weight: each toxic training sentence written this many
+# times, word_ngrams). The third kind of extra data runs only with --with-comments: it lowered validation F1
+# (0.843-0.851 against 0.871-0.877 with the fortunes alone), so the default run skips it.
 EXTRAS = ("none", "fortunes", "fortunes+comments")
+EXTRA_FILES = ("units_fortunes.jsonl", "units_comments.jsonl")
 SETTINGS = ((2, 1), (2, 2), (4, 2))
+THRESHOLDS = [0.02, 0.03, 0.05, 0.07] + [round(0.05 * i, 2) for i in range(2, 20)] + [0.97, 0.98, 0.99]
+SENT_RE = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'(])")
 
 
 def candidates(with_comments: bool) -> list[tuple[int, int, int]]:
+    """(number of EXTRA_FILES, positive_weight, word_ngrams) of every candidate."""
     return [(x, w, n) for x in range(3 if with_comments else 2) for w, n in SETTINGS]
-THRESHOLDS = [0.02, 0.03, 0.05, 0.07] + [round(0.05 * i, 2) for i in range(2, 20)] + [0.97, 0.98, 0.99]
-SENT_RE = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'(])")
 
 
 def source_sentences() -> dict[str, list[str]]:
@@ -373,7 +374,7 @@ def choose(cfg: TrainConfig, work: Path, with_comments: bool = False) -> dict:
     time (each fastText run is one single-threaded, deterministic subprocess)."""
     from concurrent.futures import ThreadPoolExecutor
 
-    extra = [str(work / "units_fortunes.jsonl"), str(work / "units_comments.jsonl")]
+    extra = [str(work / f) for f in EXTRA_FILES]
     cands = [dataclasses.replace(cfg, positive_weight=w, train_only=extra[:x],
                                  fasttext=dataclasses.replace(cfg.fasttext, word_ngrams=n))
              for x, w, n in candidates(with_comments)]
@@ -381,8 +382,8 @@ def choose(cfg: TrainConfig, work: Path, with_comments: bool = False) -> dict:
         runs = list(pool.map(lambda c: validate(c, work), cands))
     best = max(runs, key=lambda r: r["validation"]["f1"])  # ties: the first in candidates() order
     return {"how": "for each candidate (extra training data: none or the fortunes, and with --with-comments "
-                   "the fortunes plus the comments and jokes; toxic sentences written 2x with word unigrams or uni+bigrams, or 4x "
-                   "with uni+bigrams; 20 epochs, character 3-5-grams), an inner model is trained on the "
+                   "the fortunes plus the comments and jokes; toxic sentences written 2x with word unigrams or "
+                   "uni+bigrams, or 4x with uni+bigrams; 20 epochs, character 3-5-grams), an inner model is trained on the "
                    f"training files only with a fifth of them (seed {VALID_SEED}) held out (the extra data, when "
                    "added, is all on the training side); the threshold with the best F1 on the hand labels of "
                    "every sentence in that fifth is taken, and the candidate with the best such F1 wins. The "
@@ -408,11 +409,11 @@ def main() -> None:
         made = build(work, sents, args.seed, holdout_frac)
         dropped: dict = {}
         fsents = fortune_sentences(sents, dropped)
-        made["fortunes"] = {**build_extra(work, fsents, FORTUNE_LABELS, "units_fortunes.jsonl"), **dropped}
+        made["fortunes"] = {**build_extra(work, fsents, FORTUNE_LABELS, EXTRA_FILES[0]), **dropped}
         if args.with_comments:
             dropped = {}
             made["comments_and_jokes"] = {**build_extra(work, comment_sentences({**sents, **fsents}, dropped),
-                                                        COMMENT_LABELS, "units_comments.jsonl"), **dropped}
+                                                        COMMENT_LABELS, EXTRA_FILES[1]), **dropped}
         cfg = TrainConfig(
             output=args.out, name="toxicity", data=[], label_field="label",
             positive_label="toxic", negative_label="ok", seed=args.seed, holdout_frac=holdout_frac,
@@ -452,8 +453,7 @@ def main() -> None:
         chosen = choose(cfg, work, args.with_comments)
         cfg.threshold, cfg.positive_weight = chosen["threshold"], chosen["positive_weight"]
         cfg.fasttext = dataclasses.replace(FASTTEXT, epoch=chosen["epoch"], word_ngrams=chosen["word_ngrams"])
-        cfg.train_only = [str(work / f) for f in ("units_fortunes.jsonl", "units_comments.jsonl")][
-            :EXTRAS.index(chosen["extra"])]
+        cfg.train_only = [str(work / f) for f in EXTRA_FILES[:EXTRAS.index(chosen["extra"])]]
         cfg.data = [str(work / "units.jsonl")]
         card = train_classifier(cfg)
         card["data"] = json.loads(json.dumps(card["data"]).replace(str(work), "<work>"))
