@@ -217,11 +217,12 @@ NLP_EXTRA_LYRICS = ("rap", "beatles", "weezer", "fleetwood_mac", "erowid")
 
 def nlp_corpus_older(cache: Path = CACHE) -> list[tuple[str, list[str]]]:
     """[(file, texts)] from earlier releases of npm ``nlp-corpus`` (MIT), drawn from the same
-    sources as the 4.4.0 sentences that ``nlp_sentences`` reads: the shuffled sentence files of
-    4.2.0 (50 files, ``doc-1`` to ``doc-50``) and 4.3.0 (100), and the source texts that 3.3.0 still ships for the
-    registers most like the offensive 4.4.0 sentences: 90's rap albums, Beatles, Weezer and
-    Fleetwood Mac lyrics, Erowid trip reports (``NLP_EXTRA_LYRICS``; one text per line).
-    Most of it is already among the 4.4.0 sentences: callers drop those."""
+    sources as the 4.4.0 sentences that ``nlp_sentences`` reads: the shuffled sentence files
+    of 4.2.0 (50 files, ``doc-1`` to ``doc-50``) and 4.3.0 (100), and the source texts that
+    3.3.0 still ships for the registers most like the offensive 4.4.0 sentences: 90's rap
+    albums, Beatles, Weezer and Fleetwood Mac lyrics, Erowid trip reports
+    (``NLP_EXTRA_LYRICS``; one text per line). Most of it is already among the 4.4.0
+    sentences: callers drop those."""
     out = []
     for version in ("4.2.0", "4.3.0"):
         d, _ = build.fetch_npm(str(cache), "nlp-corpus", version)

@@ -113,7 +113,7 @@ QUANTIZE = QuantizeParams(cutoff=30_000, qnorm=False)
 # (with norm quantisation the n-grams had lifted validation F1 from 0.790 to 0.825): the extra training-side-only
 # data (an EXTRAS entry: which EXTRA_FILES) x (positive_weight: each toxic training sentence written this many
 # times, word_ngrams). The comments and jokes run only with --with-comments: they lowered validation F1
-# (0.843-0.851 against 0.871-0.877 with the fortunes alone), so the default run skips them.
+# (0.832-0.851 against 0.870-0.877 without them), so the default run skips them.
 EXTRA_FILES = {"fortunes": "units_fortunes.jsonl", "nlp-older": "units_nlp_older.jsonl",
                "comments": "units_comments.jsonl"}
 EXTRAS = ("none", "fortunes", "fortunes+nlp-older", "fortunes+nlp-older+comments")
