@@ -209,19 +209,18 @@ class TrainConfig:
             raise ValueError("positive_weight must be >= 1")
 
 
-def read_examples(cfg: TrainConfig) -> tuple[list[str], np.ndarray, np.ndarray, dict]:
-    """-> (raw texts, labels, groups, per-label counts); bad records are skipped and counted.
-    Examples of ``train_only`` files come last, their groups prefixed ``train_only:``."""
+def read_examples(cfg: TrainConfig) -> tuple[list[str], np.ndarray, np.ndarray, dict, np.ndarray]:
+    """-> (raw texts, labels, groups, per-label counts, train_only mask); bad records are
+    skipped and counted. Examples of ``train_only`` files come last, marked by the mask;
+    their groups are prefixed ``train_only:`` so none is counted as a group of the others."""
     from datacurate.config import InputConfig
     from datacurate.io import plan_reads, read_task
 
-    parts = [(p, cfg.positive_label) for p in cfg.positive] + [(p, cfg.negative_label) for p in cfg.negative]
-    parts += [(p, None) for p in cfg.data]
-    parts += [(p, "train_only") for p in cfg.train_only]
-    texts, labels, ids, skipped = [], [], [], 0
-    for path, label in parts:
-        only = label == "train_only"
-        label = None if only else label
+    parts = [(p, cfg.positive_label, False) for p in cfg.positive]
+    parts += [(p, cfg.negative_label, False) for p in cfg.negative]
+    parts += [(p, None, False) for p in cfg.data] + [(p, None, True) for p in cfg.train_only]
+    texts, labels, ids, flags, skipped = [], [], [], [], 0
+    for path, label, only in parts:
         inp = InputConfig(path=[path], text_field=cfg.text_field, id_field=cfg.id_field,
                           domain_field=cfg.label_field, default_domain="")
         for task in plan_reads(inp):
@@ -231,13 +230,14 @@ def read_examples(cfg: TrainConfig) -> tuple[list[str], np.ndarray, np.ndarray, 
                 texts += good.column("text").to_pylist()
                 got = good.column("id").to_pylist()
                 ids += [f"train_only:{i}" for i in got] if only else got
+                flags += [only] * good.num_rows
                 labels += [label] * good.num_rows if label else good.column("domain").to_pylist()
     y = np.array(labels, dtype=object)
     keep = np.isin(y, [cfg.positive_label, cfg.negative_label])
     skipped += int((~keep).sum())
     groups = np.array([i.split("#", 1)[0] for i in ids], dtype=object)[keep]
     texts = [t for t, k in zip(texts, keep) if k]
-    return texts, y[keep], groups, {"skipped_records": skipped}
+    return texts, y[keep], groups, {"skipped_records": skipped}, np.array(flags, dtype=bool)[keep]
 
 
 def heldout_mask(groups: np.ndarray, frac: float, seed: int) -> np.ndarray:
@@ -290,10 +290,9 @@ def train_classifier(config: TrainConfig | None = None, **params) -> dict:
         raise ConfigError(f"train.fasttext: minn={ft.minn}, maxn={ft.maxn}: character n-grams need "
                           "1 <= minn <= maxn (both 0 = off)")
     t0 = time.perf_counter()
-    raw, y_lab, groups, counts = read_examples(cfg)
+    raw, y_lab, groups, counts, only = read_examples(cfg)
     lines = normalize(pa.array(raw, pa.large_string()), cfg.lowercase, cfg.max_chars, cfg.split_punctuation).to_pylist()
-    only = np.char.startswith(groups.astype(str), "train_only:")  # train_only files: never held out
-    test = heldout_mask(groups, cfg.holdout_frac, cfg.seed) & ~only
+    test = heldout_mask(groups, cfg.holdout_frac, cfg.seed) & ~only  # train_only files: never held out
     nonempty = np.array([bool(s) for s in lines], dtype=bool)
     y = y_lab == cfg.positive_label
     if test.all() or not test.any() or len(set(y[~test])) < 2:

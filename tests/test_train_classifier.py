@@ -213,3 +213,6 @@ def test_train_only_data_stays_on_the_training_side(data, tmp_path):
     assert FastTextScorer(tmp_path / "b" / "m.ftz", "hq").score(probe)[0] < 0.2
     cfg = load_train_config(None, ["train_only=[e.jsonl]"], positive=["a"], negative=["b"])
     assert cfg.train_only == ["e.jsonl"]
+    # a class that happens to be called "train_only" is an ordinary class: its files are split as usual
+    named = train_classifier(output=str(tmp_path / "c" / "m.ftz"), **{**base, "positive_label": "train_only"})
+    assert named["data"]["heldout"] == plain["data"]["heldout"] and "train_only" not in named["data"]
