@@ -1,22 +1,50 @@
-"""Read token shards (format: :mod:`datacurate.shards`) and batch them for training.
+"""Read token shards (format: :mod:`datacurate.shards`) and decide what every step trains on.
 
 Each bucket's part files are memory-mapped (nothing is read until a batch asks for
-it). Batches follow dataset decomposition (Pouransari et al. 2024): a batch holds
-sequences of one length only, and ``batch size x sequence length`` is the same for
-every bucket (``tokens_per_batch``), so each optimiser step sees the same number of
-tokens whatever the length. Which bucket comes next is a seeded shuffle of all
-batches, so buckets are visited in proportion to their batch counts (the paper's
-uniform sampling over batches; a length curriculum can reorder :meth:`ShardDataset.plan`).
+it). Batches follow dataset decomposition (Pouransari et al. 2024): a step's batch
+holds ``tokens_per_step // L`` sequences of one length ``L``, so every optimiser step
+sees the same number of tokens whatever the bucket.
+
+:class:`StepSampler` makes which sequences form step ``s`` a pure function of
+``(seed, s)``; a worker of a data-parallel run takes its rank's contiguous slice of
+that global batch. A resumed run therefore needs nothing but ``s`` to see exactly the
+batches an uninterrupted run would, whatever the worker count. It combines:
+
+* **domain weights** ``w_d`` (a mapping or a DoReMi ``domain_weights.json``): each domain
+  keeps its own length distribution ``share[d, i]`` (its tokens in bucket ``i`` over its
+  tokens), bucket ``i`` is then worth ``P(i) = sum_d w_d share[d, i]`` of the steps, and
+  within a step of bucket ``i`` the domain of each sequence is drawn with odds
+  ``w_d share[d, i]``. The expected token share of domain ``d`` is exactly ``w_d``, with
+  no sequence repeated or dropped on disk to bake the mixture in.
+* **a length curriculum**: ``uniform`` draws each step's bucket with odds ``P(i)``;
+  ``grow_p2`` is the paper's "Grow-P2" curriculum: training is cut into ``cycles``
+  cycles, each holds every bucket's quota of steps (``P(i)`` of the cycle), drawn without
+  replacement, the next bucket chosen among those with steps left with odds
+  ``remaining_i * 2^(n-1-i)`` (shortest bucket ``i = 0``), so short sequences dominate
+  the start of a cycle and long ones its end. The paper's Table 2: cyclic Grow-P2 gave
+  the best average accuracy at 8 cycles.
+* **a held-out eval split**: a seeded fraction of every domain's sequences, never drawn
+  for training.
+
+Sequences of each (bucket, domain) pool are drawn without replacement: a seeded
+permutation per pass over the pool, a new one for the next pass.
 """
 
 from __future__ import annotations
 
+import json
+import math
 import os
-from typing import Iterator
+from dataclasses import dataclass, field
+from typing import Iterator, Literal, Optional, Union
 
 import numpy as np
 
 from datacurate.shards import DOMAIN_DTYPE, read_manifest
+
+
+class ShardError(ValueError):
+    """A shard set that cannot be trained on (reported as one line)."""
 
 
 class ShardDataset:
@@ -30,11 +58,26 @@ class ShardDataset:
         self._starts: dict[int, np.ndarray] = {}
         for key, b in self.manifest["buckets"].items():
             seq_len = int(b["seq_len"])
-            maps = [(np.memmap(os.path.join(path, f["tokens"]), dtype=self.dtype, mode="r", shape=(f["n"], seq_len)),
-                     np.memmap(os.path.join(path, f["domains"]), dtype=DOMAIN_DTYPE, mode="r", shape=(f["n"],)))
-                    for f in b["files"] if f["n"]]
-            self._files[seq_len] = maps
-            self._starts[seq_len] = np.cumsum([0] + [m[0].shape[0] for m in maps])
+            maps = []
+            for f in b["files"]:
+                if f["n"]:
+                    maps.append((self._open(f["tokens"], self.dtype, (f["n"], seq_len)),
+                                 self._open(f["domains"], DOMAIN_DTYPE, (f["n"],))))
+            if maps:
+                self._files[seq_len] = maps
+                self._starts[seq_len] = np.cumsum([0] + [m[0].shape[0] for m in maps])
+
+    def _open(self, rel: str, dtype: np.dtype, shape: tuple) -> np.memmap:
+        """Memory-map a listed file after checking it exists with exactly the listed size."""
+        full = os.path.join(self.path, rel)
+        want = int(np.prod(shape)) * np.dtype(dtype).itemsize
+        if not os.path.isfile(full):
+            raise ShardError(f"{self.path}: shard file {rel} listed in the manifest is missing")
+        size = os.path.getsize(full)
+        if size != want:
+            raise ShardError(f"{self.path}: shard file {rel} has {size:,} bytes, the manifest says "
+                             f"{want:,} (truncated or overwritten)")
+        return np.memmap(full, dtype=dtype, mode="r", shape=shape)
 
     @property
     def seq_lens(self) -> list[int]:
@@ -46,19 +89,40 @@ class ShardDataset:
     def num_sequences(self, seq_len: int) -> int:
         return int(self._starts[seq_len][-1])
 
+    def all_domains(self, seq_len: int) -> np.ndarray:
+        """Domain id of every sequence of the bucket (n,)."""
+        return np.concatenate([m[1] for m in self._files[seq_len]]).astype(np.int64)
+
     def sequences(self, seq_len: int, index: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(tokens (n, seq_len), domain ids (n,)) of the bucket's sequences ``index`` (all if None)."""
+        return self.gather(seq_len, index, [0, 1])
+
+    def gather(self, seq_len: int, index, which: list[int]) -> tuple[np.ndarray, ...]:
+        """Rows ``index`` of the bucket's per-file arrays number ``which`` (0 tokens, 1 domains,
+        2+ side files such as the RHO-1 reference losses)."""
         starts = self._starts[seq_len]
         index = np.arange(starts[-1]) if index is None else np.asarray(index, dtype=np.int64)
-        tokens = np.empty((len(index), seq_len), dtype=self.dtype)
-        domains = np.empty(len(index), dtype=DOMAIN_DTYPE)
+        files = self._files[seq_len]
+        out = [np.empty((len(index),) + files[0][w].shape[1:], dtype=files[0][w].dtype) for w in which]
         f = np.searchsorted(starts, index, side="right") - 1  # which file each sequence is in
         for j in np.unique(f):
             rows = np.flatnonzero(f == j)
             local = index[rows] - starts[j]
-            tokens[rows] = self._files[seq_len][j][0][local]
-            domains[rows] = self._files[seq_len][j][1][local]
-        return tokens, domains
+            for o, w in zip(out, which):
+                o[rows] = files[j][w][local]
+        return tuple(out)
+
+    def attach(self, rel_of: dict[str, str], dtype: np.dtype, width: int) -> None:
+        """Memory-map one side file per token file (``rel_of[tokens file] = side file``), each
+        ``(n, seq_len + width)``, as array number 2 of every bucket (see :meth:`gather`)."""
+        for key, b in self.manifest["buckets"].items():
+            seq_len = int(b["seq_len"])
+            listed = [f for f in b["files"] if f["n"]]
+            for i, f in enumerate(listed):
+                if f["tokens"] not in rel_of:
+                    raise ShardError(f"{self.path}: no side file for {f['tokens']}")
+                side = self._open(rel_of[f["tokens"]], dtype, (f["n"], seq_len + width))
+                self._files[seq_len][i] = self._files[seq_len][i][:2] + (side,)
 
     def plan(self, tokens_per_batch: int, seed: int = 0, drop_last: bool = True) -> list[tuple[int, np.ndarray]]:
         """One epoch as [(seq_len, sequence indices)], batches of ``tokens_per_batch // seq_len``
@@ -78,3 +142,186 @@ class ShardDataset:
         """Yield (tokens (B, L), domain ids (B,)) with B x L = tokens_per_batch (see :meth:`plan`)."""
         for seq_len, index in self.plan(tokens_per_batch, seed, drop_last):
             yield self.sequences(seq_len, np.sort(index))
+
+
+@dataclass
+class DataConfig:
+    tokens_per_step: int = 8192  # tokens per optimiser step (all workers); batch = tokens_per_step // L sequences
+    curriculum: Literal["uniform", "grow_p2"] = "grow_p2"  # order of bucket lengths over training
+    cycles: int = 8  # grow_p2: number of short-to-long cycles (the paper's best: 8)
+    domain_weights: Optional[Union[str, dict[str, float]]] = None  # {domain: w} or a JSON file; null = natural
+    eval_fraction: float = 0.05  # of each domain's sequences, held out for eval (never trained on)
+    max_eval_sequences: int = 2000  # cap on the eval split (per domain), to bound eval time
+
+    def validate(self) -> None:
+        if self.tokens_per_step < 1:
+            raise ValueError("tokens_per_step must be positive")
+        if self.cycles < 1:
+            raise ValueError("cycles must be positive")
+        if not 0 <= self.eval_fraction < 1:
+            raise ValueError("eval_fraction must be within [0, 1)")
+
+
+def load_domain_weights(spec, domains: list[str]) -> Optional[np.ndarray]:
+    """``spec`` (mapping, JSON file path or None) -> normalised weights over ``domains``."""
+    if spec is None:
+        return None
+    source = "data.domain_weights"
+    if isinstance(spec, str):
+        source = spec
+        if not os.path.isfile(spec):
+            raise ShardError(f"data.domain_weights: file not found: {spec}")
+        try:
+            with open(spec) as f:
+                spec = json.load(f)
+        except ValueError as e:
+            raise ShardError(f"data.domain_weights: {source} is not JSON ({e})") from None
+        if isinstance(spec, dict) and isinstance(spec.get("domain_weights"), dict):
+            spec = spec["domain_weights"]
+    if not isinstance(spec, dict) or not spec:
+        raise ShardError(f"{source}: domain weights must be a non-empty mapping {{domain: weight}}")
+    unknown = sorted(set(spec) - set(domains))
+    if unknown:
+        raise ShardError(f"{source}: unknown domain {unknown[0]!r} (the shards hold: {', '.join(domains)})")
+    for d, w in spec.items():
+        if isinstance(w, bool) or not isinstance(w, (int, float)) or not math.isfinite(w) or w < 0:
+            raise ShardError(f"{source}: weight of {d!r} must be a non-negative number, got {w!r}")
+    w = np.array([float(spec.get(d, 0.0)) for d in domains])
+    if w.sum() <= 0:
+        raise ShardError(f"{source}: all domain weights are zero")
+    return w / w.sum()
+
+
+@dataclass
+class Batch:
+    seq_len: int
+    index: np.ndarray  # (B,) sequence indices within the bucket (this rank's share)
+    domains: np.ndarray  # (B,) domain ids
+
+
+class StepSampler:
+    """Step -> this rank's sequences; see the module docstring."""
+
+    def __init__(self, ds: ShardDataset, cfg: DataConfig, steps: int, seed: int, rank: int = 0, world: int = 1):
+        self.ds, self.cfg, self.steps, self.seed, self.rank, self.world = ds, cfg, steps, seed, rank, world
+        self.lens = ds.seq_lens
+        if not self.lens:
+            raise ShardError(f"{ds.path}: the shard set holds no sequences")
+        nd = len(ds.domains)
+        for L in self.lens:
+            if cfg.tokens_per_step < L:
+                raise ShardError(f"data.tokens_per_step {cfg.tokens_per_step} is smaller than the longest bucket "
+                                 f"({self.lens[-1]} tokens)")
+            if (cfg.tokens_per_step // L) % world:
+                raise ShardError(f"data.tokens_per_step {cfg.tokens_per_step}: {cfg.tokens_per_step // L} sequences "
+                                 f"of length {L} do not split over {world} workers")
+        self.eval_index, self.pools = self._split(nd)
+        tokens = np.array([[len(self.pools[L][d]) * L for d in range(nd)] for L in self.lens], dtype=np.float64)  # (n, D)
+        have = tokens.sum(0)
+        w = load_domain_weights(cfg.domain_weights, ds.domains)
+        if w is None:
+            w = have / have.sum()
+        elif np.any((w > 0) & (have == 0)):
+            d = ds.domains[int(np.flatnonzero((w > 0) & (have == 0))[0])]
+            raise ShardError(f"data.domain_weights: domain {d!r} has a weight but no training sequences")
+        self.weights = w
+        share = np.divide(tokens, have, out=np.zeros_like(tokens), where=have > 0)  # (n, D) per domain, over buckets
+        joint = share * w  # (n, D)
+        self.p_bucket = joint.sum(1)  # (n,)
+        self.p_domain = np.divide(joint, self.p_bucket[:, None], out=np.zeros_like(joint),
+                                  where=self.p_bucket[:, None] > 0)  # (n, D)
+        self._schedule: dict[int, np.ndarray] = {}
+        self._perm: dict[tuple, np.ndarray] = {}
+        self._counts = self._plan_counts()  # (steps, D) sequences per domain per step (global batch)
+
+    def _split(self, nd: int):
+        """Per domain, a seeded fraction of its sequences (over all buckets) is held out."""
+        rng = np.random.default_rng([self.seed, 0xE7A1])
+        dom = {L: self.ds.all_domains(L) for L in self.lens}
+        eval_index = {L: [] for L in self.lens}
+        pools = {L: [None] * nd for L in self.lens}
+        for d in range(nd):
+            members = [(L, np.flatnonzero(dom[L] == d)) for L in self.lens]
+            n = sum(len(m) for _, m in members)
+            k = min(self.cfg.max_eval_sequences, round(n * self.cfg.eval_fraction))
+            if self.cfg.eval_fraction > 0 and n >= 2:
+                k = max(k, 1)
+            held = np.zeros(n, dtype=bool)
+            held[rng.permutation(n)[:k]] = True
+            at = 0
+            for L, m in members:
+                h = held[at:at + len(m)]
+                at += len(m)
+                eval_index[L].append(m[h])
+                pools[L][d] = m[~h]
+        return {L: np.sort(np.concatenate(v)) for L, v in eval_index.items()}, pools
+
+    def bucket_of(self, step: int) -> int:
+        """Index into ``self.lens`` of the bucket step ``step`` draws from."""
+        if self.cfg.curriculum == "uniform":
+            return int(np.random.default_rng([self.seed, 1, step]).choice(len(self.lens), p=self.p_bucket))
+        edges = np.linspace(0, max(self.steps, 1), self.cfg.cycles + 1).round().astype(np.int64)
+        c = min(int(np.searchsorted(edges, step, side="right") - 1), self.cfg.cycles - 1)
+        if c not in self._schedule:
+            self._schedule = {c: grow_p2_cycle(self.p_bucket, int(edges[c + 1] - edges[c]), self.seed, c)}
+        sched = self._schedule[c]
+        return int(sched[min(step - edges[c], len(sched) - 1)])
+
+    def _plan_counts(self) -> np.ndarray:
+        buckets = np.array([self.bucket_of(s) for s in range(self.steps)], dtype=np.int64)
+        self.buckets = buckets
+        size = np.array([self.cfg.tokens_per_step // L for L in self.lens])[buckets]
+        rng = np.random.default_rng([self.seed, 2])
+        counts = rng.multinomial(size, self.p_domain[buckets]) if self.steps else np.zeros((0, len(self.ds.domains)), int)
+        self._before = np.zeros_like(counts)
+        for b in range(len(self.lens)):
+            rows = np.flatnonzero(buckets == b)
+            self._before[rows] = np.cumsum(counts[rows], axis=0) - counts[rows]
+        return counts
+
+    def batch(self, step: int) -> Batch:
+        """The global batch of ``step`` in domain order, then this rank's contiguous slice."""
+        if not 0 <= step < self.steps:
+            raise IndexError(f"step {step} outside 0..{self.steps - 1}")
+        L = self.lens[int(self.buckets[step])]
+        before = self._before[step]  # sequences already drawn per domain from this bucket
+        index, doms = [], []
+        for d, c in enumerate(self._counts[step]):
+            if c:
+                index.append(self._draw(L, d, int(before[d]), int(c)))
+                doms.append(np.full(c, d))
+        index, doms = np.concatenate(index), np.concatenate(doms)
+        per = len(index) // self.world
+        sl = slice(self.rank * per, (self.rank + 1) * per)
+        return Batch(L, index[sl], doms[sl])
+
+    def _draw(self, L: int, d: int, start: int, count: int) -> np.ndarray:
+        pool = self.pools[L][d]
+        pos = np.arange(start, start + count)
+        out = np.empty(count, dtype=np.int64)
+        for epoch in np.unique(pos // len(pool)):
+            key = (L, d, int(epoch))
+            if key not in self._perm:
+                self._perm[key] = np.random.default_rng([self.seed, 3, L, d, int(epoch)]).permutation(pool)
+            m = pos // len(pool) == epoch
+            out[m] = self._perm[key][pos[m] % len(pool)]
+        return out
+
+
+def grow_p2_cycle(p_bucket: np.ndarray, n_steps: int, seed: int, cycle: int) -> np.ndarray:
+    """One Grow-P2 cycle: bucket index per step. Quotas ``p_bucket * n_steps`` (largest
+    remainder); the next bucket is drawn among those with quota left with odds
+    ``remaining_i * 2^(n-1-i)``."""
+    n = len(p_bucket)
+    raw = p_bucket * n_steps
+    quota = np.floor(raw).astype(np.int64)
+    quota[np.argsort(-(raw - quota), kind="stable")[: n_steps - quota.sum()]] += 1
+    bias = 2.0 ** (n - 1 - np.arange(n))
+    rng = np.random.default_rng([seed, 4, cycle])
+    out = np.empty(n_steps, dtype=np.int64)
+    for s in range(n_steps):
+        odds = quota * bias
+        i = int(rng.choice(n, p=odds / odds.sum()))
+        out[s] = i
+        quota[i] -= 1
+    return out

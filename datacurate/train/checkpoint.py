@@ -1,0 +1,117 @@
+"""Checkpoints: ``OUT/checkpoints/step-<N>/`` (``model.pt``, ``optim.pt``, ``state.json``)
+and ``OUT/checkpoints/latest`` (a relative symlink to the newest complete one).
+
+A checkpoint is written under ``step-<N>.tmp`` and renamed, and ``latest`` is switched
+by renaming a new link over it, so a kill at any moment leaves the previous checkpoint
+complete and ``latest`` pointing at a complete one. ``state.json`` holds the step, the
+tokens seen, the model shape, the tokenizer's sha256, the RNG states, the resolved
+training config and ``weights_sha256`` (a hash of the weights themselves, which the
+RHO-1 sidecar records to refuse losses of another reference).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+from typing import Optional
+
+import torch
+
+from datacurate.train.model import GPT, GPTShape
+
+LATEST = "latest"
+
+
+class CheckpointError(ValueError):
+    """A checkpoint that is missing, incomplete or does not fit (one line)."""
+
+
+def weights_sha256(model: torch.nn.Module) -> str:
+    h = hashlib.sha256()
+    for name, t in sorted(model.state_dict().items()):
+        h.update(name.encode())
+        h.update(t.detach().to("cpu", torch.float32).contiguous().numpy().tobytes())
+    return h.hexdigest()
+
+
+def save(root: str, step: int, model: GPT, optimizer: Optional[torch.optim.Optimizer], state: dict, keep: int = 0) -> str:
+    """Write ``root/step-<step>`` atomically, point ``latest`` at it, keep the newest ``keep``."""
+    os.makedirs(root, exist_ok=True)
+    final = os.path.join(root, f"step-{step}")
+    tmp = final + ".tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    os.makedirs(tmp)
+    torch.save(model.state_dict(), os.path.join(tmp, "model.pt"))
+    if optimizer is not None:
+        torch.save(optimizer.state_dict(), os.path.join(tmp, "optim.pt"))
+    state = {**state, "step": step, "weights_sha256": weights_sha256(model),
+             "rng": {"torch": torch.get_rng_state().tolist()}}
+    with open(os.path.join(tmp, "state.json"), "w") as f:
+        json.dump(state, f)
+    if os.path.exists(final):
+        shutil.rmtree(final)
+    os.replace(tmp, final)
+    link = os.path.join(root, LATEST + ".tmp")
+    if os.path.lexists(link):
+        os.remove(link)
+    os.symlink(f"step-{step}", link)
+    os.replace(link, os.path.join(root, LATEST))
+    if keep:
+        for old in steps_in(root)[:-keep]:
+            shutil.rmtree(os.path.join(root, f"step-{old}"), ignore_errors=True)
+    return final
+
+
+def steps_in(root: str) -> list[int]:
+    if not os.path.isdir(root):
+        return []
+    return sorted(int(m.group(1)) for n in os.listdir(root) if (m := re.fullmatch(r"step-(\d+)", n))
+                  and os.path.isfile(os.path.join(root, n, "state.json")))
+
+
+def resolve(path: str) -> str:
+    """A checkpoint directory from a checkpoint dir, ``.../checkpoints/latest``, a
+    ``checkpoints/`` dir or a training output dir."""
+    if not os.path.exists(path):
+        raise CheckpointError(f"checkpoint not found: {path}")
+    for cand in (path, os.path.join(path, LATEST), os.path.join(path, "checkpoints", LATEST)):
+        real = os.path.realpath(cand)
+        if os.path.isfile(os.path.join(real, "state.json")) and os.path.isfile(os.path.join(real, "model.pt")):
+            return real
+    raise CheckpointError(f"{path}: not a complete checkpoint (no state.json + model.pt, no checkpoints/latest)")
+
+
+def read_state(path: str) -> dict:
+    with open(os.path.join(path, "state.json")) as f:
+        return json.load(f)
+
+
+def load_model(path: str, device: str = "cpu", tokenizer_sha256: Optional[str] = None) -> tuple[GPT, dict]:
+    """(model in eval mode, state) of checkpoint ``path``; refuses another tokenizer's."""
+    path = resolve(path)
+    state = read_state(path)
+    if tokenizer_sha256 and state.get("tokenizer_sha256") != tokenizer_sha256:
+        raise CheckpointError(f"{path}: trained with tokenizer {str(state.get('tokenizer_sha256'))[:12]}…, the shards "
+                              f"use {tokenizer_sha256[:12]}…")
+    model = GPT(GPTShape(**state["shape"]))
+    try:
+        model.load_state_dict(torch.load(os.path.join(path, "model.pt"), map_location="cpu", weights_only=True))
+    except (RuntimeError, EOFError, OSError) as e:
+        raise CheckpointError(f"{path}: model.pt does not load ({str(e).splitlines()[0]})") from None
+    return model.to(device).eval(), state
+
+
+def restore(path: str, model: GPT, optimizer: torch.optim.Optimizer, shape: GPTShape, tokenizer_sha256: str) -> dict:
+    """Load a checkpoint into ``model`` / ``optimizer`` for ``--resume``; returns its state."""
+    state = read_state(path)
+    if GPTShape(**state["shape"]) != shape:
+        raise CheckpointError(f"{path}: checkpoint shape {state['shape']} differs from this run's {shape.__dict__}")
+    if state.get("tokenizer_sha256") != tokenizer_sha256:
+        raise CheckpointError(f"{path}: checkpoint was trained on shards of another tokenizer")
+    model.load_state_dict(torch.load(os.path.join(path, "model.pt"), map_location="cpu", weights_only=True))
+    optimizer.load_state_dict(torch.load(os.path.join(path, "optim.pt"), map_location="cpu", weights_only=True))
+    torch.set_rng_state(torch.tensor(state["rng"]["torch"], dtype=torch.uint8))
+    return state

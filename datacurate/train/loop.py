@@ -1,0 +1,220 @@
+"""The training loop: token shards -> a GPT, read top to bottom in one sitting.
+
+set-up (shards, sampler, model, optimiser, RHO-1 reference, resume) -> for each step:
+batch -> forward -> loss (plain mean, or RHO-1's selected tokens) -> backward -> clip
+-> AdamW step -> log -> eval -> checkpoint.
+
+* AdamW (fused on GPU), linear warm-up then cosine decay to ``lr * min_lr_ratio``
+  (the learning rate is a function of the step, so resuming needs no scheduler object).
+* bf16 autocast and ``torch.compile`` on GPU (one graph per bucket length: dataset
+  decomposition has at most ~6 lengths); fp32 on CPU.
+* The batch of step ``s`` is a pure function of (seed, s) (:class:`StepSampler`), so a
+  resumed run, or one with another worker count, sees the same data.
+* Data-parallel: when ``torch.distributed`` is initialised (Ray Train sets it up, see
+  :mod:`datacurate.engine.train_ray`) the model is wrapped in DDP, each rank trains on
+  its slice of the global batch and rank 0 writes every output. This loop never imports Ray.
+* MFU = flops per token (6N + 12·n_layer·d·T, :meth:`GPT.flops_per_token`) x tokens/s
+  over the accelerator's dense bf16 peak; null on CPU.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import sys
+import time
+from dataclasses import asdict
+
+import numpy as np
+import torch
+import torch.distributed as dist
+
+from datacurate.config import to_dict
+from datacurate.train import checkpoint
+from datacurate.train.config import TrainConfig
+from datacurate.train.data import ShardDataset, StepSampler
+from datacurate.train.evaluate import eval_loss
+from datacurate.train.model import GPT
+from datacurate.train.rho1 import Reference, select_loss
+
+PEAK_BF16 = {"H100": 989.4e12, "H200": 989.4e12, "H800": 989.4e12, "A100": 312e12, "L4": 121e12}
+
+
+def pick_device(want: str) -> str:
+    if want == "cuda" and not torch.cuda.is_available():
+        raise ValueError("device: cuda requested but torch sees no GPU")
+    return "cuda" if want == "cuda" or (want == "auto" and torch.cuda.is_available()) else "cpu"
+
+
+def lr_at(step: int, cfg: TrainConfig) -> float:
+    """Linear warm-up over ``warmup_steps``, then cosine from ``lr`` to ``lr * min_lr_ratio``."""
+    peak, o = cfg.lr, cfg.optim
+    if step < o.warmup_steps:
+        return peak * (step + 1) / o.warmup_steps
+    t = (step - o.warmup_steps) / max(1, cfg.steps - o.warmup_steps)
+    return peak * (o.min_lr_ratio + (1 - o.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * min(t, 1.0))))
+
+
+def make_optimizer(model: GPT, cfg: TrainConfig, device: str) -> torch.optim.AdamW:
+    decay = [p for n, p in model.named_parameters() if p.dim() >= 2 and n != "wpe.weight"]
+    other = [p for n, p in model.named_parameters() if p.dim() < 2 or n == "wpe.weight"]
+    return torch.optim.AdamW([{"params": decay, "weight_decay": cfg.optim.weight_decay},
+                              {"params": other, "weight_decay": 0.0}], lr=cfg.lr,
+                             betas=(cfg.optim.beta1, cfg.optim.beta2), fused=device == "cuda")
+
+
+def peak_flops(device: str) -> float | None:
+    if device != "cuda":
+        return None
+    name = torch.cuda.get_device_name()
+    return next((v for k, v in PEAK_BF16.items() if k in name), None)
+
+
+def train(cfg: TrainConfig, resume: bool = False, log=None) -> dict:
+    """Train per ``cfg``; returns ``final.json``'s content. Under torch.distributed every rank calls this."""
+    rank, world = (dist.get_rank(), dist.get_world_size()) if dist.is_initialized() else (0, 1)
+    main = rank == 0
+    log = log or (lambda m: print(m, file=sys.stderr, flush=True))
+    device = pick_device(cfg.device)
+    if cfg.threads:
+        torch.set_num_threads(cfg.threads)
+    autocast = (lambda: torch.autocast("cuda", dtype=torch.bfloat16)) if device == "cuda" else contextlib.nullcontext
+
+    # ---- set-up: data, model, optimiser, RHO-1 reference, resume
+    ds = ShardDataset(cfg.shards)
+    sampler = StepSampler(ds, cfg.data, cfg.steps, cfg.seed, rank, world)
+    torch.manual_seed(cfg.seed)
+    shape = cfg.model.resolve(vocab_size=int(ds.tokenizer["vocab_size"]), max_seq_len=max(ds.seq_lens))
+    if shape.max_seq_len < max(ds.seq_lens):
+        raise ValueError(f"model.max_seq_len {shape.max_seq_len} is shorter than the longest bucket ({max(ds.seq_lens)})")
+    model = GPT(shape).to(device)
+    opt = make_optimizer(model, cfg, device)
+    ref = Reference(cfg.rho1.reference, ds, device, cfg.rho1.sidecar, autocast) if cfg.rho1.reference else None
+    ckpt_dir = os.path.join(cfg.output, "checkpoints")
+    metrics_path = os.path.join(cfg.output, "metrics.jsonl")
+    meta = {"shape": asdict(shape), "tokenizer_sha256": ds.tokenizer["sha256"], "config": to_dict(cfg),
+            "domains": ds.domains}
+    start, tokens_seen = 0, 0
+    if resume and checkpoint.steps_in(ckpt_dir):
+        state = checkpoint.restore(checkpoint.resolve(ckpt_dir), model, opt, shape, ds.tokenizer["sha256"])
+        start, tokens_seen = state["step"], state["tokens"]
+    if main:
+        os.makedirs(cfg.output, exist_ok=True)
+        if not start:  # a fresh run: an earlier run's checkpoints would mix with this one's
+            import shutil
+            shutil.rmtree(ckpt_dir, ignore_errors=True)
+        _truncate_metrics(metrics_path, start)
+        with open(os.path.join(cfg.output, "config.yaml"), "w") as f:
+            import yaml
+            yaml.safe_dump(to_dict(cfg), f, sort_keys=False)
+        log(f"[train] {model.num_params():,} parameters ({cfg.model.preset}: {shape.n_layer}x{shape.n_embd}), "
+            f"{len(ds):,} sequences in buckets {ds.seq_lens}, {cfg.steps} steps x {cfg.data.tokens_per_step:,} "
+            f"tokens on {device} x {world}" + (f", RHO-1 ratio {cfg.rho1.ratio} "
+                                                 f"({'sidecar' if ref.from_sidecar else 'on the fly'})" if ref else "")
+            + (f", resuming at step {start}" if start else ""))
+    fwd = torch.compile(model) if (cfg.compile if cfg.compile is not None else device == "cuda") else model
+    if world > 1:
+        fwd = torch.nn.parallel.DistributedDataParallel(fwd, device_ids=[0] if device == "cuda" else None)
+    peak = peak_flops(device)
+    metrics = open(metrics_path, "a") if main else None
+    last_eval = None
+
+    # ---- the loop
+    for step in range(start, cfg.steps):
+        t0 = time.perf_counter()
+        lr = lr_at(step, cfg)
+        for g in opt.param_groups:
+            g["lr"] = lr
+        batch = sampler.batch(step)
+        arrays = ds.gather(batch.seq_len, batch.index, [0, 2] if ref is not None and ref.from_sidecar else [0])
+        tokens = torch.from_numpy(arrays[0].astype(np.int64)).to(device)  # (B, L)
+        side = arrays[1].astype(np.float32) if len(arrays) > 1 else None  # (B, L-1)
+        micro = np.array_split(np.arange(len(tokens)), cfg.optim.grad_accum)
+        loss_sum = torch.zeros((), device=device)
+        for i, rows in enumerate(micro):
+            sync = world == 1 or i == len(micro) - 1
+            with (contextlib.nullcontext() if sync else fwd.no_sync()):
+                x = tokens[rows]
+                with autocast():
+                    losses = fwd(x[:, :-1], x[:, 1:])  # (b, L-1)
+                if ref is not None:
+                    loss, _ = select_loss(losses, ref.losses(x, None if side is None else side[rows]), cfg.rho1.ratio)
+                else:
+                    loss = losses.mean()
+                (loss / len(micro)).backward()
+            loss_sum += losses.detach().mean() / len(micro)  # the full-token loss is what we log
+        if cfg.optim.grad_clip:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.optim.grad_clip)
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        if world > 1:
+            dist.all_reduce(loss_sum, op=dist.ReduceOp.AVG)
+        done, tokens_seen = step + 1, tokens_seen + cfg.data.tokens_per_step
+        if main and (done % cfg.log_every == 0 or done == cfg.steps):
+            loss_val = loss_sum.item()
+            dt = time.perf_counter() - t0
+            tps = cfg.data.tokens_per_step / dt
+            mfu = model.flops_per_token(batch.seq_len) * tps / (peak * world) if peak else None
+            _write(metrics, {"step": done, "tokens": tokens_seen, "seq_len": batch.seq_len, "loss": loss_val,
+                             "lr": lr, "tokens_per_s": round(tps, 1), "mfu": mfu})
+            if done % max(1, cfg.steps // 20) == 0 or done == cfg.steps:
+                log(f"[train] step {done}/{cfg.steps}  loss {loss_val:.4f}  L {batch.seq_len}  lr {lr:.2e}  "
+                    f"{tps:,.0f} tok/s" + (f"  MFU {mfu:.1%}" if mfu else ""))
+        if (cfg.eval_every and done % cfg.eval_every == 0) or done == cfg.steps:
+            if main:
+                last_eval = eval_loss(model, ds, sampler.eval_index, device, cfg.data.tokens_per_step, autocast)
+                _write(metrics, {"step": done, "tokens": tokens_seen, "eval_loss": last_eval})
+                log(f"[train] eval at step {done}: " + "  ".join(f"{k} {v:.4f}" for k, v in last_eval.items()))
+            if world > 1:
+                dist.barrier()
+        if (cfg.checkpoint_every and done % cfg.checkpoint_every == 0) or done == cfg.steps:
+            if main:
+                metrics.flush()
+                checkpoint.save(ckpt_dir, done, model, opt, {**meta, "tokens": tokens_seen},
+                                keep=cfg.keep_checkpoints)
+            if world > 1:
+                dist.barrier()
+
+    final = {"steps": cfg.steps, "tokens": tokens_seen, "eval_loss": last_eval,
+             "checkpoint": os.path.join(ckpt_dir, checkpoint.LATEST)}
+    if main:
+        metrics.close()
+        if last_eval is None:  # resumed from the very last checkpoint: nothing left to run
+            last_eval = _last_eval(metrics_path)
+            final["eval_loss"] = last_eval
+        tmp = os.path.join(cfg.output, "final.json.tmp")
+        with open(tmp, "w") as f:
+            json.dump(final, f, indent=2)
+        os.replace(tmp, os.path.join(cfg.output, "final.json"))
+    return final
+
+
+def _write(f, record: dict) -> None:
+    f.write(json.dumps(record) + "\n")
+
+
+def _truncate_metrics(path: str, step: int) -> None:
+    """Keep metrics.jsonl lines up to ``step`` (the checkpoint resumed from): a resumed run
+    appends exactly what an uninterrupted one would have written after it."""
+    if not os.path.exists(path):
+        return
+    with open(path) as f:
+        lines = [ln for ln in f if ln.strip()]
+    keep = []
+    for ln in lines:
+        try:
+            if json.loads(ln)["step"] <= step:
+                keep.append(ln)
+        except (ValueError, KeyError):
+            break  # a line cut by the kill
+    with open(path + ".tmp", "w") as f:
+        f.writelines(keep)
+    os.replace(path + ".tmp", path)
+
+
+def _last_eval(path: str):
+    with open(path) as f:
+        evals = [json.loads(ln) for ln in f if '"eval_loss"' in ln]
+    return evals[-1]["eval_loss"] if evals else None

@@ -1,0 +1,162 @@
+"""A decoder-only GPT (Radford et al. 2019's GPT-2 shape, as in nanoGPT), nothing else.
+
+Pre-norm blocks (LayerNorm -> causal self-attention -> residual, LayerNorm -> MLP ->
+residual), learned absolute positions, attention through
+``torch.nn.functional.scaled_dot_product_attention`` (flash / memory-efficient kernels
+on GPU), and the output projection tied to the token embedding (Press & Wolf 2017),
+which saves ``vocab x d`` parameters. No training logic lives here: the loop picks the
+loss (plain, RHO-1, DoReMi-weighted) from :meth:`GPT.token_losses`.
+
+Presets: ``tiny`` (trains on 2 CPU cores in tests), ``124m`` (GPT-2 small: 12 layers,
+12 heads, 768 wide) and ``350m`` (GPT-2 medium: 24 layers, 16 heads, 1024 wide). The
+vocabulary size always comes from the shards' tokenizer.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from typing import Optional
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+PRESETS = {
+    "tiny": dict(n_layer=2, n_head=4, n_embd=128),
+    "124m": dict(n_layer=12, n_head=12, n_embd=768),
+    "350m": dict(n_layer=24, n_head=16, n_embd=1024),
+}
+
+
+@dataclass
+class ModelConfig:
+    preset: str = "tiny"  # tiny | 124m | 350m; the fields below override the preset when set
+    n_layer: Optional[int] = None
+    n_head: Optional[int] = None
+    n_embd: Optional[int] = None
+    max_seq_len: Optional[int] = None  # null: the longest bucket of the shards
+    dropout: float = 0.0
+
+    def validate(self) -> None:
+        if self.preset not in PRESETS:
+            raise ValueError(f"unknown preset {self.preset!r} (known: {', '.join(PRESETS)})")
+        for k in ("n_layer", "n_head", "n_embd", "max_seq_len"):
+            v = getattr(self, k)
+            if v is not None and v < 1:
+                raise ValueError(f"{k} must be positive")
+        if not 0 <= self.dropout < 1:
+            raise ValueError("dropout must be within [0, 1)")
+
+    def resolve(self, vocab_size: int, max_seq_len: int) -> "GPTShape":
+        p = PRESETS[self.preset]
+        shape = GPTShape(vocab_size=vocab_size, max_seq_len=self.max_seq_len or max_seq_len,
+                         n_layer=self.n_layer or p["n_layer"], n_head=self.n_head or p["n_head"],
+                         n_embd=self.n_embd or p["n_embd"], dropout=self.dropout)
+        if shape.n_embd % shape.n_head:
+            raise ValueError(f"n_embd {shape.n_embd} is not a multiple of n_head {shape.n_head}")
+        return shape
+
+
+@dataclass(frozen=True)
+class GPTShape:
+    """The resolved shape of a model (what a checkpoint records and must match)."""
+
+    vocab_size: int
+    max_seq_len: int
+    n_layer: int
+    n_head: int
+    n_embd: int
+    dropout: float = 0.0
+
+    def with_(self, **kw) -> "GPTShape":
+        return replace(self, **kw)
+
+
+class CausalSelfAttention(nn.Module):
+    def __init__(self, s: GPTShape):
+        super().__init__()
+        self.n_head, self.dropout = s.n_head, s.dropout
+        self.qkv = nn.Linear(s.n_embd, 3 * s.n_embd, bias=False)
+        self.proj = nn.Linear(s.n_embd, s.n_embd, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        B, T, C = x.shape
+        q, k, v = self.qkv(x).split(C, dim=2)  # 3 x (B, T, C)
+        q, k, v = (t.view(B, T, self.n_head, C // self.n_head).transpose(1, 2) for t in (q, k, v))  # (B, H, T, D)
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True,
+                                           dropout_p=self.dropout if self.training else 0.0)  # (B, H, T, D)
+        return self.proj(y.transpose(1, 2).reshape(B, T, C))  # (B, T, C)
+
+
+class MLP(nn.Module):
+    def __init__(self, s: GPTShape):
+        super().__init__()
+        self.fc = nn.Linear(s.n_embd, 4 * s.n_embd, bias=False)
+        self.proj = nn.Linear(4 * s.n_embd, s.n_embd, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.proj(F.gelu(self.fc(x)))  # (B, T, 4C) -> (B, T, C)
+
+
+class Block(nn.Module):
+    def __init__(self, s: GPTShape):
+        super().__init__()
+        self.ln1, self.attn = nn.LayerNorm(s.n_embd), CausalSelfAttention(s)
+        self.ln2, self.mlp = nn.LayerNorm(s.n_embd), MLP(s)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x + self.attn(self.ln1(x))  # (B, T, C)
+        return x + self.mlp(self.ln2(x))  # (B, T, C)
+
+
+class GPT(nn.Module):
+    def __init__(self, shape: GPTShape):
+        super().__init__()
+        self.shape = shape
+        self.wte = nn.Embedding(shape.vocab_size, shape.n_embd)
+        self.wpe = nn.Embedding(shape.max_seq_len, shape.n_embd)
+        self.drop = nn.Dropout(shape.dropout)
+        self.blocks = nn.ModuleList(Block(shape) for _ in range(shape.n_layer))
+        self.ln_f = nn.LayerNorm(shape.n_embd)
+        self.apply(self._init)
+        for name, p in self.named_parameters():  # GPT-2: residual projections scaled by 1/sqrt(2 n_layer)
+            if name.endswith("proj.weight"):
+                nn.init.normal_(p, mean=0.0, std=0.02 / math.sqrt(2 * shape.n_layer))
+
+    @staticmethod
+    def _init(m: nn.Module) -> None:
+        if isinstance(m, (nn.Linear, nn.Embedding)):
+            nn.init.normal_(m.weight, mean=0.0, std=0.02)
+
+    def num_params(self, non_embedding: bool = True) -> int:
+        n = sum(p.numel() for p in self.parameters())
+        return n - self.wpe.weight.numel() if non_embedding else n
+
+    def hidden(self, idx: torch.Tensor) -> torch.Tensor:
+        B, T = idx.shape
+        if T > self.shape.max_seq_len:
+            raise ValueError(f"sequence length {T} exceeds the model's max_seq_len {self.shape.max_seq_len}")
+        pos = torch.arange(T, device=idx.device)
+        x = self.drop(self.wte(idx) + self.wpe(pos))  # (B, T, C)
+        for block in self.blocks:
+            x = block(x)  # (B, T, C)
+        return self.ln_f(x)  # (B, T, C)
+
+    def forward(self, idx: torch.Tensor, targets: Optional[torch.Tensor] = None) -> torch.Tensor:
+        """Logits (B, T, V) for token ids ``idx`` (B, T); with ``targets`` (B, T) the per-token
+        cross-entropy (B, T) in fp32 instead, unreduced, so RHO-1 and DoReMi can weigh tokens.
+        The head is the tied embedding."""
+        logits = F.linear(self.hidden(idx), self.wte.weight)  # (B, T, V)
+        if targets is None:
+            return logits
+        B, T, V = logits.shape
+        return F.cross_entropy(logits.float().reshape(B * T, V), targets.reshape(B * T),
+                               reduction="none").view(B, T)  # (B, T)
+
+    def flops_per_token(self, seq_len: int) -> int:
+        """Training flops per token: 6N + 12 * n_layer * n_head * head_dim * T (the PaLM
+        appendix B formula, Chowdhery et al. 2022, as nanoGPT's MFU uses; N excludes the
+        position table, the tied head is counted once in N)."""
+        s = self.shape
+        return 6 * self.num_params() + 12 * s.n_layer * s.n_embd * seq_len
