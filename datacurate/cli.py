@@ -13,6 +13,8 @@ import typing
 
 from datacurate.config import ConfigError, load_config
 from datacurate.io import InputError
+from datacurate.train.checkpoint import CheckpointError
+from datacurate.train.data import ShardError
 
 
 def _field_comments(cls: type) -> dict[str, str]:
@@ -163,6 +165,66 @@ def _read_clusters(run_dir: str):
     return t.filter(pc.is_valid(t["cluster_id"]))
 
 
+def _ray_cfg(args):
+    from datacurate.config import RayConfig
+
+    return RayConfig(address=args.ray_address or os.environ.get("RAY_ADDRESS"), progress=False)
+
+
+def cmd_train(args) -> int:
+    from datacurate.train.config import load_train_config
+
+    cfg = load_train_config(args.config, args.set, shards=args.shards, output=args.output, workers=args.workers)
+    final = run_training(cfg, args.resume, _ray_cfg(args) if (cfg.workers > 1 or args.ray_address) else None)
+    ev = final.get("eval_loss") or {}
+    print(f"trained {final['steps']} steps, {final['tokens']:,} tokens; eval loss " +
+          "  ".join(f"{k} {v:.4f}" for k, v in ev.items()))
+    print(f"outputs: {cfg.output}/metrics.jsonl, {cfg.output}/final.json, {cfg.output}/checkpoints/latest")
+    return 0
+
+
+def run_training(cfg, resume: bool = False, ray_cfg=None) -> dict:
+    """In this process (one worker, no cluster), else on Ray Train."""
+    if ray_cfg is None:
+        from datacurate.train.loop import train
+
+        return train(cfg, resume=resume)
+    from datacurate.engine.train_ray import run_train
+
+    return run_train(cfg, resume=resume, ray_cfg=ray_cfg)
+
+
+def cmd_eval(args) -> int:
+    from datacurate.train import checkpoint
+    from datacurate.train.data import ShardDataset
+    from datacurate.train.evaluate import eval_loss
+    from datacurate.train.loop import pick_device
+
+    ds = ShardDataset(args.shards)
+    device = pick_device(args.device)
+    model, state = checkpoint.load_model(args.checkpoint, device, ds.tokenizer["sha256"])
+    if max(ds.seq_lens, default=0) > model.shape.max_seq_len:
+        raise checkpoint.CheckpointError(f"{args.checkpoint}: max_seq_len {model.shape.max_seq_len} is shorter than "
+                                         f"the longest bucket ({max(ds.seq_lens)})")
+    res = {"checkpoint": checkpoint.resolve(args.checkpoint), "step": state["step"], "shards": args.shards,
+           "eval_loss": eval_loss(model, ds, {}, device)}
+    for k, v in res["eval_loss"].items():
+        print(f"{k:<16}{v:.4f}")
+    out = args.output or os.path.join(res["checkpoint"], "eval.json")
+    with open(out, "w") as f:
+        json.dump(res, f, indent=2)
+    print(f"written: {out}")
+    return 0
+
+
+def cmd_score_tokens(args) -> int:
+    from datacurate.train.loop import pick_device
+    from datacurate.train.rho1 import score_tokens
+
+    score_tokens(args.checkpoint, args.shards, pick_device(args.device))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="datacurate", description="Data curation for LLM pretraining on Ray.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -210,6 +272,27 @@ def build_parser() -> argparse.ArgumentParser:
     de.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="e.g. near_dedup.num_perm=256")
     de.add_argument("--output", required=True)
     de.set_defaults(fn=cmd_dedup_eval)
+    tr = sub.add_parser("train", help="train a GPT on token shards (dataset-decomposition curriculum, RHO-1)")
+    tr.add_argument("config", nargs="?", help="training YAML (keys of datacurate.train.config.TrainConfig)")
+    tr.add_argument("--shards", help="token shard directory (with manifest.json)")
+    tr.add_argument("--output", help="output directory: metrics.jsonl, final.json, checkpoints/")
+    tr.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="override a key, e.g. model.preset=124m, steps=1000, data.curriculum=uniform, rho1.ratio=0.6")
+    tr.add_argument("--resume", action="store_true", help="continue from OUTPUT/checkpoints/latest")
+    tr.add_argument("--workers", type=int, help="data-parallel workers on Ray Train (default 1: this process)")
+    tr.add_argument("--ray-address", help="Ray cluster for --workers (default: $RAY_ADDRESS, else an embedded Ray)")
+    tr.set_defaults(fn=cmd_train)
+    ev = sub.add_parser("eval", help="per-domain loss of a checkpoint on every sequence of a shard set")
+    ev.add_argument("checkpoint", help="checkpoint dir, RUN/checkpoints/latest or a training output dir")
+    ev.add_argument("--shards", required=True)
+    ev.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
+    ev.add_argument("--output", help="JSON to write (default: CHECKPOINT/eval.json)")
+    ev.set_defaults(fn=cmd_eval)
+    sc = sub.add_parser("score-tokens", help="RHO-1: write reference per-token losses beside the shards")
+    sc.add_argument("checkpoint", help="the reference checkpoint")
+    sc.add_argument("--shards", required=True)
+    sc.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
+    sc.set_defaults(fn=cmd_score_tokens)
     return p
 
 
@@ -217,7 +300,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.fn(args)
-    except (ConfigError, InputError, FileNotFoundError) as e:
+    except (ConfigError, InputError, FileNotFoundError, ShardError, CheckpointError) as e:
         print(f"datacurate: error: {e}", file=sys.stderr)
         return 2
 

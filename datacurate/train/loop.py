@@ -31,7 +31,7 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-from datacurate.config import to_dict
+from datacurate.config import ConfigError, to_dict
 from datacurate.train import checkpoint
 from datacurate.train.config import TrainConfig
 from datacurate.train.data import ShardDataset, StepSampler
@@ -44,7 +44,7 @@ PEAK_BF16 = {"H100": 989.4e12, "H200": 989.4e12, "H800": 989.4e12, "A100": 312e1
 
 def pick_device(want: str) -> str:
     if want == "cuda" and not torch.cuda.is_available():
-        raise ValueError("device: cuda requested but torch sees no GPU")
+        raise ConfigError("device: cuda requested but torch sees no GPU")
     return "cuda" if want == "cuda" or (want == "auto" and torch.cuda.is_available()) else "cpu"
 
 
@@ -88,7 +88,7 @@ def train(cfg: TrainConfig, resume: bool = False, log=None) -> dict:
     torch.manual_seed(cfg.seed)
     shape = cfg.model.resolve(vocab_size=int(ds.tokenizer["vocab_size"]), max_seq_len=max(ds.seq_lens))
     if shape.max_seq_len < max(ds.seq_lens):
-        raise ValueError(f"model.max_seq_len {shape.max_seq_len} is shorter than the longest bucket ({max(ds.seq_lens)})")
+        raise ConfigError(f"model.max_seq_len {shape.max_seq_len} is shorter than the longest bucket ({max(ds.seq_lens)})")
     model = GPT(shape).to(device)
     opt = make_optimizer(model, cfg, device)
     ref = Reference(cfg.rho1.reference, ds, device, cfg.rho1.sidecar, autocast) if cfg.rho1.reference else None
