@@ -120,6 +120,7 @@ def train(cfg: TrainConfig, resume: bool = False, log=None) -> dict:
     peak = peak_flops(device)
     metrics = open(metrics_path, "a") if main else None
     last_eval = None
+    has_eval = any(len(v) for v in sampler.eval_index.values())  # eval_fraction 0: no eval
 
     # ---- the loop
     for step in range(start, cfg.steps):
@@ -162,7 +163,7 @@ def train(cfg: TrainConfig, resume: bool = False, log=None) -> dict:
             if done % max(1, cfg.steps // 20) == 0 or done == cfg.steps:
                 log(f"[train] step {done}/{cfg.steps}  loss {loss_val:.4f}  L {batch.seq_len}  lr {lr:.2e}  "
                     f"{tps:,.0f} tok/s" + (f"  MFU {mfu:.1%}" if mfu else ""))
-        if (cfg.eval_every and done % cfg.eval_every == 0) or done == cfg.steps:
+        if has_eval and ((cfg.eval_every and done % cfg.eval_every == 0) or done == cfg.steps):
             if main:
                 last_eval = eval_loss(model, ds, sampler.eval_index, device, cfg.data.tokens_per_step, autocast)
                 _write(metrics, {"step": done, "tokens": tokens_seen, "eval_loss": last_eval})
