@@ -63,7 +63,17 @@ def cmd_run(args) -> int:
         cfg.ray.progress = False
     report = run_pipeline(cfg)
     print(format_funnel(report))
-    print(f"outputs: {cfg.output.path}/kept, {cfg.output.path}/rejected, {cfg.output.path}/stats.json")
+    outs = [f"{cfg.output.path}/kept", f"{cfg.output.path}/rejected", f"{cfg.output.path}/stats.json"]
+    for spec in cfg.stages:
+        if spec.name == "decompose":
+            outs.append(spec.config.output or f"{cfg.output.path}/shards")
+    if cfg.train is not None:
+        final = report["train"]
+        ev = final.get("eval_loss") or {}
+        print(f"train: {final['steps']} steps, {final['tokens']:,} tokens; held-out loss " +
+              "  ".join(f"{k} {v:.4f}" for k, v in ev.items()))
+        outs.append(cfg.train.output)
+    print("outputs: " + ", ".join(outs))
     return 0
 
 

@@ -65,6 +65,7 @@ class PipelineConfig:
     output: OutputConfig = field(default_factory=OutputConfig)
     ray: RayConfig = field(default_factory=RayConfig)
     stages: list[StageSpec] = field(default_factory=list)
+    train: Any = None  # datacurate.train.config.TrainConfig: train on the shards after curation
 
 
 # ----------------------------------------------------------------------------- loading
@@ -194,6 +195,18 @@ def _apply_override(raw: dict, parts: list[str], value: Any) -> None:
     head = parts[0]
     if head in ("input", "output") and isinstance(raw.get(head), (str, list)):
         raw[head] = {"path": raw[head]}
+    if head == "train":
+        node = raw.get("train")
+        if not isinstance(node, dict):
+            node = raw["train"] = {}
+        for p in parts[1:-1]:
+            if not isinstance(node.get(p), dict):
+                node[p] = {}
+            node = node[p]
+        if len(parts) < 2:
+            raise ConfigError("--set train: name a key, e.g. train.steps=100")
+        node[parts[-1]] = value
+        return
     if head in ("input", "output", "ray"):
         node = raw.setdefault(head, {}) or {}
         raw[head] = node
@@ -260,7 +273,7 @@ def load_config(
     if ray_address is not None:
         _apply_override(raw, ["ray", "address"], ray_address)
 
-    known = ["input", "output", "ray", "stages"]
+    known = ["input", "output", "ray", "stages", "train"]
     for key in raw:
         if key not in known:
             raise unknown_key(str(key), known, "pipeline")
@@ -290,7 +303,26 @@ def load_config(
         stage_cls = STAGES[name]
         cfg.stages.append(StageSpec(name, coerce(params, stage_cls.Config, f"stages[{i}].{name}")))
     check_order(cfg.stages)
+    if raw.get("train") is not None:
+        cfg.train = pipeline_train_config(raw["train"], cfg)
     return cfg
+
+
+def pipeline_train_config(raw: Any, cfg: PipelineConfig):
+    """The ``train:`` section: shards default to decompose's output, output to OUT/train."""
+    import os
+
+    from datacurate.train.config import TrainConfig
+
+    tc = coerce(raw, TrainConfig, "train")
+    if tc.shards is None:
+        dec = next((s for s in cfg.stages if s.name == "decompose"), None)
+        if dec is None:
+            raise ConfigError("train: the pipeline has no decompose stage; set train.shards")
+        tc.shards = dec.config.output or os.path.join(cfg.output.path, "shards")
+    if tc.output is None:
+        tc.output = os.path.join(cfg.output.path, "train")
+    return tc
 
 
 def check_order(specs: list[StageSpec]) -> None:

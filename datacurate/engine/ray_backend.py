@@ -43,6 +43,7 @@ def init_ray(cfg: RayConfig) -> bool:
         return True
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")  # an embedded, loopback-only cluster
     ray.init(
+        address="local",  # always a private instance: never join a cluster that happens to run here
         num_cpus=cfg.num_cpus,
         object_store_memory=cfg.object_store_memory_mb * (1 << 20) if cfg.object_store_memory_mb else None,
         include_dashboard=False,

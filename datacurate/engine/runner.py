@@ -103,7 +103,21 @@ def run_pipeline(cfg: PipelineConfig, progress: bool | None = None, log: Callabl
     os.replace(tmp, os.path.join(cfg.output.path, "stats.json"))
     if not report["totals"]["accounted"]:
         raise RuntimeError(f"accounting mismatch: {report['totals']}")
+    if cfg.train is not None:
+        report["train"] = run_training(cfg.train, cfg.ray, log if show else None)
     return report
+
+
+def run_training(tc, ray_cfg, log=None) -> dict:
+    """The pipeline's ``train:`` section on its shards: in this process, or on Ray Train
+    with ``workers > 1``."""
+    if tc.workers > 1:
+        from datacurate.engine.train_ray import run_train
+
+        return run_train(tc, ray_cfg=ray_cfg)
+    from datacurate.train.loop import train
+
+    return train(tc, log=log or (lambda m: None))
 
 
 __all__ = ["run_pipeline", "format_funnel"]
