@@ -5,14 +5,24 @@ Readable with ``json`` and ``numpy.memmap`` alone::
     shards/
       manifest.json                   written last: its presence marks a complete shard set
       tokenizer.json                  a copy of the tokenizer that made the tokens
-      len64/part-<P>.tokens.bin       raw little-endian [n, 64] array of token ids (dtype in the manifest)
-      len64/part-<P>.domains.bin      raw uint16 [n]: domain id of each sequence (index into "domains")
+      len64/shard-<k>.tokens.bin      raw little-endian [n, 64] array of token ids (dtype in the manifest)
+      len64/shard-<k>.domains.bin     raw uint16 [n]: domain id of each sequence (index into "domains")
       len128/ ... len2048/            one directory per sequence length (bucket D_i has length 2^i)
 
-``manifest["buckets"][str(L)]["files"]`` lists each part with its sequence count ``n``,
-so ``np.memmap(path, dtype=manifest["dtype"], mode="r", shape=(n, L))`` opens it.
-Every file is written under a temporary name and renamed (``os.replace``), so a crash
-never leaves half a file behind a complete name; a retried task rewrites the same names.
+``manifest["buckets"][str(L)]["files"]`` lists each file with its sequence count ``n``,
+so ``np.memmap(path, dtype=manifest["dtype"], mode="r", shape=(n, L))`` opens it; a
+bucket's sequences are its files concatenated in the listed order.
+
+Writing has two steps. Each work part first writes one small piece per bucket,
+``len<L>/part-<P>.{tokens,domains}.bin`` (:func:`write_piece`); at a million documents
+that is thousands of tiny files, and a reader would open every one. :func:`compact` then
+concatenates each bucket's pieces, in the manifest's order, into ``shard-<k>`` files of
+at most ``target_bytes`` of tokens (``k`` zero-padded to 5 digits or more, so names sort
+in order), streaming with bounded reads, and deletes the pieces: ``ceil(n / (target //
+(L x itemsize)))`` files per bucket, whatever the number of parts. Every file is written
+under a temporary name and renamed (``os.replace``), so a crash never leaves half a file
+behind a complete name; the manifest comes last, so a crash before it leaves no
+manifest, an incomplete set that a rerun replaces.
 """
 
 from __future__ import annotations
@@ -21,6 +31,8 @@ import json
 import os
 import re
 import shutil
+from contextlib import contextmanager
+from itertools import groupby
 
 import numpy as np
 
@@ -30,21 +42,29 @@ FORMAT = "datacurate-token-shards"
 VERSION = 1
 MANIFEST = "manifest.json"
 DOMAIN_DTYPE = np.dtype("<u2")
+COPY_BUFFER = 16 << 20  # bytes per read while compacting: memory stays bounded whatever a bucket's size
 
 
 def bucket_dir(seq_len: int) -> str:
     return f"len{seq_len}"
 
 
-def _write_bytes(path: str, data: bytes | np.ndarray) -> None:
+@contextmanager
+def _atomic(path: str):
+    """A binary file handle on ``path.tmp``, renamed to ``path`` once the block completes."""
     os.makedirs(os.path.dirname(path), exist_ok=True)
     tmp = f"{path}.tmp"
     with open(tmp, "wb") as f:
+        yield f
+    os.replace(tmp, path)
+
+
+def _write_bytes(path: str, data: bytes | np.ndarray) -> None:
+    with _atomic(path) as f:
         if isinstance(data, np.ndarray):
             np.ascontiguousarray(data).tofile(f)
         else:
             f.write(data)
-    os.replace(tmp, path)
 
 
 def write_piece(root: str, part: str, tokens: np.ndarray, domains: np.ndarray, dtype: np.dtype) -> dict:
@@ -89,10 +109,68 @@ def prepare_dir(root: str, overwrite: bool) -> None:
     os.makedirs(root, exist_ok=True)
 
 
+def manifest_order(pieces: list[dict]) -> list[dict]:
+    """Entries (``{"seq_len", "tokens", "domains", "n"}``) by bucket, then file name: the
+    order in which a bucket's files make its sequence list."""
+    return sorted(pieces, key=lambda p: (p["seq_len"], p["tokens"]))
+
+
+def _copy(src, dst, nbytes: int) -> None:
+    while nbytes:
+        chunk = src.read(min(nbytes, COPY_BUFFER))
+        if not chunk:
+            raise ValueError(f"{src.name}: shorter than its manifest entry says")
+        dst.write(chunk)
+        nbytes -= len(chunk)
+
+
+def _compact_bucket(root: str, seq_len: int, pieces: list[dict], target_bytes: int, itemsize: int) -> list[dict]:
+    """One bucket's non-empty ``pieces`` (in order) -> ``shard-<k>`` files; their entries."""
+    widths = {"tokens": seq_len * itemsize, "domains": DOMAIN_DTYPE.itemsize}  # bytes per sequence
+    for p in pieces:
+        for key, w in widths.items():
+            if os.path.getsize(os.path.join(root, p[key])) != p["n"] * w:
+                raise ValueError(f"{root}: piece {p[key]} does not hold {p['n']} sequences of {seq_len}")
+    starts = np.cumsum([0] + [p["n"] for p in pieces])  # first sequence of each piece in the bucket
+    per_file = max(1, target_bytes // widths["tokens"])  # whole sequences: at least one a file
+    n_files = -(-int(starts[-1]) // per_file)
+    digits = max(5, len(str(n_files - 1)))  # one width per bucket, so names sort in order
+    entries = []
+    for k in range(n_files):
+        a, b = k * per_file, min(int(starts[-1]), (k + 1) * per_file)
+        rel = os.path.join(bucket_dir(seq_len), f"shard-{k:0{digits}d}")
+        entry = {"seq_len": seq_len, "tokens": rel + ".tokens.bin", "domains": rel + ".domains.bin", "n": b - a}
+        for key, w in widths.items():
+            with _atomic(os.path.join(root, entry[key])) as dst:
+                for j in range(np.searchsorted(starts, a, "right") - 1, np.searchsorted(starts, b, "left")):
+                    lo, hi = max(a, starts[j]), min(b, starts[j + 1])
+                    with open(os.path.join(root, pieces[j][key]), "rb") as src:
+                        src.seek(int(lo - starts[j]) * w)
+                        _copy(src, dst, int(hi - lo) * w)
+        entries.append(entry)
+    return entries
+
+
+def compact(root: str, pieces: list[dict], target_bytes: int, itemsize: int) -> list[dict]:
+    """Concatenate each bucket's pieces, in :func:`manifest_order`, into ``len<L>/shard-<k>``
+    files of at most ``target_bytes`` of tokens (``itemsize`` bytes a token; a file holds
+    at least one sequence), then delete the pieces; returns the new files' entries."""
+    if target_bytes < 1:
+        raise ValueError("target_bytes must be positive")
+    out = []
+    for seq_len, group in groupby(manifest_order(pieces), key=lambda p: p["seq_len"]):
+        group = list(group)
+        out += _compact_bucket(root, seq_len, [p for p in group if p["n"]], target_bytes, itemsize)
+        for p in group:  # the bucket's shard files are complete: its pieces can go
+            for key in ("tokens", "domains"):
+                os.remove(os.path.join(root, p[key]))
+    return out
+
+
 def build_manifest(pieces: list[dict], **fields) -> dict:
-    """Merge the pieces' entries (``{"seq_len", "tokens", "domains", "n"}``) into per-bucket lists."""
+    """Merge the files' entries (``{"seq_len", "tokens", "domains", "n"}``) into per-bucket lists."""
     buckets: dict[str, dict] = {}
-    for p in sorted(pieces, key=lambda p: (p["seq_len"], p["tokens"])):
+    for p in manifest_order(pieces):
         b = buckets.setdefault(str(p["seq_len"]), {"seq_len": p["seq_len"], "sequences": 0, "tokens": 0, "files": []})
         b["sequences"] += p["n"]
         b["tokens"] += p["n"] * p["seq_len"]

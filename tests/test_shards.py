@@ -32,9 +32,7 @@ def memmap_only(root: str) -> dict:
     return man, out
 
 
-@pytest.fixture(scope="module")
-def shard_run(tmp_path_factory):
-    root = tmp_path_factory.mktemp("shards") / "out"
+def sample_table() -> pa.Table:
     texts, domains = [], []
     for name, domain in (("news.jsonl", "news"), ("legal.jsonl", "legal")):
         with open(CORPUS / name) as f:
@@ -43,10 +41,15 @@ def shard_run(tmp_path_factory):
         domains += [domain] * len(rows)
     texts += ["", "Too short.", "日本語 🎉"]
     domains += ["news"] * 3
-    table = pa.table({"id": [f"d{i}" for i in range(len(texts))], "text": pa.array(texts, pa.large_string()),
+    return pa.table({"id": [f"d{i}" for i in range(len(texts))], "text": pa.array(texts, pa.large_string()),
                       "domain": domains})
+
+
+@pytest.fixture(scope="module")
+def shard_run(tmp_path_factory):
+    root = tmp_path_factory.mktemp("shards") / "out"
     dec = Decompose(output=str(root), mixture={"news": 0.5, "legal": 0.5})
-    out = Pipeline([Tokenize(), dec]).apply(table)
+    out = Pipeline([Tokenize(), dec]).apply(sample_table())
     return root, out, dec
 
 
@@ -105,6 +108,26 @@ def test_shard_dataset_batches(shard_run):
         ds.plan(tokens_per_batch=1024)
 
 
+def test_bucket_files_bounded_by_target(shard_run, tmp_path):
+    root, _, dec = shard_run
+    man, whole = memmap_only(str(root))
+    assert dec.last_metrics["files_per_bucket"] == {k: 1 for k in man["buckets"]}  # 256 MB default
+    assert [f["tokens"] for b in man["buckets"].values() for f in b["files"]] == \
+        [f"len{L}/shard-00000.tokens.bin" for L in whole]
+    assert not list(root.rglob("part-*"))  # the per-part pieces are gone
+    target = 4 * 2048 * 2  # four sequences of the largest bucket (uint16 ids)
+    small = Decompose(output=str(tmp_path / "small"), mixture={"news": 0.5, "legal": 0.5}, target_file_bytes=target)
+    Pipeline([Tokenize(), small]).apply(sample_table())
+    man_small, split = memmap_only(str(tmp_path / "small"))
+    assert small.last_metrics["files_per_bucket"] == {str(L): -(-t.nbytes // target) for L, (t, _) in whole.items()}
+    assert max(small.last_metrics["files_per_bucket"].values()) > 1
+    assert small.last_metrics["sequences_per_bucket"] == dec.last_metrics["sequences_per_bucket"]
+    for L, (tokens, domains) in whole.items():  # the same sequences in the same order
+        assert split[L][0].tobytes() == tokens.tobytes() and split[L][1].tobytes() == domains.tobytes()
+    ds = ShardDataset(str(tmp_path / "small"))
+    assert np.array_equal(ds.sequences(64)[0], whole[64][0])
+
+
 def test_shard_dir_safety(tmp_path):
     (tmp_path / "mine").mkdir()
     (tmp_path / "mine" / "notes.txt").write_text("keep me")
@@ -148,5 +171,6 @@ def test_pack_mode_through_ray_with_mixture_file(ray_session, tmp_path, write_js
     tokens, domains = buckets[128]
     share_web = float(np.mean(domains == man["domains"].index("web")))
     assert abs(share_web - 0.75) < 0.1 and m["tokens_written"] == tokens.size
+    assert m["files_per_bucket"] == {"128": 1} and not list((tmp_path / "out" / "shards").rglob("part-*"))
     eos = man["tokenizer"]["eos_id"]
     assert np.any(tokens == eos)  # packed sequences span documents, separated by EOS

@@ -5,7 +5,8 @@ and ``n_tokens`` of each part, writes the part's decisions (too-short documents)
 returns token counts per (domain, bucket). The driver sums them and sets each domain's
 sampling rate (:func:`datacurate.stages.mixture.plan`). Pass 2
 (:func:`~datacurate.stages.decompose.write_part`) reads the token ids and writes the
-part's shard pieces; the driver writes ``manifest.json`` last.
+part's shard pieces; the driver then streams each bucket's pieces into files of
+``target_file_bytes`` (:func:`datacurate.shards.compact`) and writes ``manifest.json`` last.
 """
 
 from __future__ import annotations

@@ -20,7 +20,9 @@ Phases (the engine runs 1 and 3 once per work part on Ray, 2 and 4 on the driver
 1. :func:`count_part` — tokens per (domain, bucket) from ``n_tokens``; too-short rejects.
 2. :func:`datacurate.stages.mixture.plan` — per-domain sampling rates from the weights.
 3. :func:`write_part` — cut, sample and write each part's pieces atomically.
-4. :func:`finish` — ``manifest.json`` (:mod:`datacurate.shards` documents the format).
+4. :func:`finish` — compact each bucket's pieces into files of ``target_file_bytes``
+   (a reader then opens a few large files, not one per part and bucket), then
+   ``manifest.json`` (:mod:`datacurate.shards` documents the format).
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ class DecomposeConfig:
     seed: int = 0  # sampling coins: hash of (seed, document id, position)
     output: Optional[str] = None  # shard directory; null = OUT/shards
     tokenizer: Optional[str] = None  # null: the tokenize stage's tokenizer (in-process: the shipped one)
+    target_file_bytes: int = 256 << 20  # bytes of token ids per shard file at most (whole sequences, one at least)
 
     def validate(self) -> None:
         if not 0 <= self.min_log2 <= self.max_log2 <= 24:
@@ -63,6 +66,8 @@ class DecomposeConfig:
             raise ValueError("total_tokens must be positive")
         if not 0 <= self.seed < 2**64:
             raise ValueError("seed must be within [0, 2**64)")
+        if self.target_file_bytes < 1:
+            raise ValueError("target_file_bytes must be positive")
 
 
 def plan(lengths: np.ndarray, domain_codes: np.ndarray, cfg: DecomposeConfig):
@@ -173,7 +178,8 @@ def write_part(table: pa.Table, cfg: DecomposeConfig, part: str, out_dir: str, r
 
 def finish(out_dir: str, cfg: DecomposeConfig, info, counts: dict, mix: dict, source: str,
            pieces: list[dict], written: dict, run: Optional[dict] = None) -> dict:
-    """Phase 4: write the manifest (and a copy of the tokenizer); return stage metrics."""
+    """Phase 4: compact the pieces into the bucket files, write the manifest (and a copy of
+    the tokenizer); return stage metrics."""
     per_domain = {}
     for name, c in sorted(counts.items()):
         m = mix["domains"].get(name, {"weight": 0.0, "target_tokens": 0.0, "rate": 0.0})
@@ -186,8 +192,9 @@ def finish(out_dir: str, cfg: DecomposeConfig, info, counts: dict, mix: dict, so
     totals = {k: sum(d[k] for d in per_domain.values()) for k in
               ("documents", "too_short", "tokens_in", "tokens_in_buckets", "tokens_dropped",
                "sequences_written", "tokens_written")}
+    files = shards.compact(out_dir, pieces, cfg.target_file_bytes, info.dtype.itemsize)
     man = shards.build_manifest(
-        pieces, mode=cfg.mode, min_log2=cfg.min_log2, max_log2=cfg.max_log2,
+        files, mode=cfg.mode, min_log2=cfg.min_log2, max_log2=cfg.max_log2,
         seq_len=cfg.seq_len if cfg.mode == "pack" else None, dtype=info.dtype.name,
         tokenizer={**info.to_dict(), "path": "tokenizer.json", "source_path": info.path},
         domains=sorted(counts), per_domain=per_domain, totals=totals,
@@ -197,7 +204,8 @@ def finish(out_dir: str, cfg: DecomposeConfig, info, counts: dict, mix: dict, so
     shards.copy_tokenizer(out_dir, info.path)
     shards.write_manifest(out_dir, man)
     return {**totals, "shards": out_dir, "mixture_source": source,
-            "sequences_per_bucket": {k: b["sequences"] for k, b in man["buckets"].items()}}
+            "sequences_per_bucket": {k: b["sequences"] for k, b in man["buckets"].items()},
+            "files_per_bucket": {k: len(b["files"]) for k, b in man["buckets"].items()}}
 
 
 class Decompose(GlobalStage):

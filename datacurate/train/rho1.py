@@ -9,7 +9,7 @@ tokens the reference finds hard too (noise, unpredictable text) are the ones dro
 
 Reference losses come from a frozen forward pass of the reference every step, or, as
 the paper suggests, once and offline: :func:`score_tokens` (``datacurate score-tokens``)
-writes ``len<L>/part-<P>.refloss.bin`` (float16 ``[n, L-1]``: the loss of predicting
+writes ``len<L>/shard-<k>.refloss.bin`` (float16 ``[n, L-1]``: the loss of predicting
 token ``t+1``) next to every token file and lists them in the manifest with the
 reference's ``weights_sha256`` and tokenizer; training refuses a sidecar from another
 reference or tokenizer.

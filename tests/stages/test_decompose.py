@@ -12,6 +12,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from datacurate import shards
 from datacurate.config import ConfigError, load_config
 from datacurate.stages import mixture
 from datacurate.stages.decompose import DecomposeConfig, count_part, plan, write_part
@@ -83,6 +84,34 @@ def test_decomposition_round_trip(tmp_path, min_log2, max_log2):
     short = np.flatnonzero(lengths < 2**min_log2)
     assert decisions.column("_ord").to_pylist() == short.tolist() and c["too_short"] == len(short)
     assert set(decisions.column("reject_reason").to_pylist()) <= {"decompose/too_short"}
+
+
+def test_compaction_keeps_sequence_order_in_bounded_files(tmp_path):
+    rng = np.random.default_rng(11)
+    table = docs_table(rng.integers(40, 3000, 400), rng.choice(["a", "b"], 400).tolist())
+    cfg = DecomposeConfig(min_log2=5, max_log2=10)
+    pieces = []
+    for i in range(8):  # eight work parts: eight pieces per bucket
+        pieces += write_part(table.slice(50 * i, 50), cfg, f"p{i}", str(tmp_path), {"a": 1.0, "b": 1.0},
+                             {"a": 0, "b": 1}, U32)[0]
+    before = read_back(str(tmp_path), shards.manifest_order(pieces))  # memmap reading, in manifest order
+    target = 3 * 1024 * U32.itemsize  # 3 sequences of the largest bucket; a whole number of any bucket's
+    files = shards.compact(str(tmp_path), pieces, target, U32.itemsize)
+    after = read_back(str(tmp_path), files)
+    assert after.keys() == before.keys()
+    for seq_len, (tokens, domains) in before.items():
+        mine = [f for f in files if f["seq_len"] == seq_len]
+        assert len(mine) == -(-tokens.nbytes // target) > 1
+        assert [f["tokens"] for f in mine] == [f"len{seq_len}/shard-{k:05d}.tokens.bin" for k in range(len(mine))]
+        assert all(os.path.getsize(tmp_path / f["tokens"]) <= target for f in mine)
+        assert after[seq_len][0].tobytes() == tokens.tobytes() and after[seq_len][1].tobytes() == domains.tobytes()
+    left = {p.name for p in tmp_path.rglob("*.bin")}
+    assert left == {os.path.basename(f[k]) for f in files for k in ("tokens", "domains")}  # pieces deleted
+    assert not list(tmp_path.rglob("*.tmp"))
+    # a target below one sequence: a sequence a file
+    one, _ = write_part(docs_table([64 * 5]), DecomposeConfig(min_log2=6, max_log2=6), "p", str(tmp_path / "one"),
+                        {"a": 1.0}, {"a": 0}, U32)
+    assert [f["n"] for f in shards.compact(str(tmp_path / "one"), one, 1, U32.itemsize)] == [1] * 5
 
 
 def test_plan_is_vectorised_binary_decomposition():
@@ -183,6 +212,7 @@ def test_config_errors_are_one_line():
     assert "min_log2" in error(["tokenize", {"decompose": {"min_log2": 12, "max_log2": 11}}])
     assert "not one of" in error(["tokenize", {"decompose": {"mode": "concat"}}])
     assert "mixture" in error(["tokenize", {"decompose": {"mixture": {"a": "x"}}}])
+    assert "target_file_bytes" in error(["tokenize", {"decompose": {"target_file_bytes": 0}}])
     with pytest.raises(ConfigError, match="mixture_file not found"):
         from datacurate.stages import Decompose
 
