@@ -97,15 +97,20 @@ def run_pipeline(cfg: PipelineConfig, progress: bool | None = None, log: Callabl
         st["seconds"] = st.get("seconds", 0.0) + info["phase_seconds"]
         merge(st.setdefault("metrics", {}), info["metrics"])
     report = finalize(tracker.stats, [INPUT_STAGE] + [s.name for s in cfg.stages], time.perf_counter() - t0)
+    if not report["totals"]["accounted"]:
+        _write_stats(cfg, report)
+        raise RuntimeError(f"accounting mismatch: {report['totals']}")
+    if cfg.train is not None:
+        report["train"] = run_training(cfg.train, cfg.ray, log if show else None)
+    _write_stats(cfg, report)  # last: its presence marks a complete run
+    return report
+
+
+def _write_stats(cfg: PipelineConfig, report: dict) -> None:
     tmp = os.path.join(cfg.output.path, "stats.json.tmp")
     with open(tmp, "w") as f:
         json.dump(report, f, indent=2)
     os.replace(tmp, os.path.join(cfg.output.path, "stats.json"))
-    if not report["totals"]["accounted"]:
-        raise RuntimeError(f"accounting mismatch: {report['totals']}")
-    if cfg.train is not None:
-        report["train"] = run_training(cfg.train, cfg.ray, log if show else None)
-    return report
 
 
 def run_training(tc, ray_cfg, log=None) -> dict:
