@@ -204,6 +204,30 @@ def run_training(cfg, resume: bool = False, ray_cfg=None) -> dict:
     return run_train(cfg, resume=resume, ray_cfg=ray_cfg)
 
 
+def cmd_doremi(args) -> int:
+    from datacurate.train.config import load_train_config
+    from datacurate.train.doremi import DoremiRunConfig, run_doremi
+
+    cfg = load_train_config(args.config, args.set, cls=DoremiRunConfig, shards=args.shards, output=args.output,
+                            workers=args.workers)
+    weights = run_doremi(cfg, doremi_runner(cfg, _ray_cfg(args) if (cfg.workers > 1 or args.ray_address) else None),
+                         resume=args.resume)
+    print("domain weights: " + "  ".join(f"{k} {v:.4f}" for k, v in weights.items()))
+    print(f"outputs: {cfg.output}/domain_weights.json, weights.jsonl, reference/, proxy/")
+    return 0
+
+
+def doremi_runner(cfg, ray_cfg=None):
+    """run(train_cfg, resume, objective) for run_doremi: this process, or Ray Train."""
+    if ray_cfg is None:
+        from datacurate.train.loop import train
+
+        return lambda c, resume, objective: train(c, resume=resume, objective=objective)
+    from datacurate.engine.train_ray import run_train
+
+    return lambda c, resume, objective: run_train(c, resume=resume, ray_cfg=ray_cfg, objective=objective)
+
+
 def cmd_eval(args) -> int:
     from datacurate.train import checkpoint
     from datacurate.train.data import ShardDataset
@@ -292,6 +316,16 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--workers", type=int, help="data-parallel workers on Ray Train (default 1: this process)")
     tr.add_argument("--ray-address", help="Ray cluster for --workers (default: $RAY_ADDRESS, else an embedded Ray)")
     tr.set_defaults(fn=cmd_train)
+    dr = sub.add_parser("doremi", help="DoReMi domain weights: reference + Group-DRO proxy -> domain_weights.json")
+    dr.add_argument("config", nargs="?", help="YAML with the train keys plus a doremi: section")
+    dr.add_argument("--shards", help="token shard directory (with manifest.json)")
+    dr.add_argument("--output", help="output directory: domain_weights.json, weights.jsonl, reference/, proxy/")
+    dr.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="e.g. doremi.proxy_steps=500, doremi.eta=1, doremi.reference_weights=w.json, model.preset=124m")
+    dr.add_argument("--resume", action="store_true", help="continue the reference / proxy from their latest checkpoints")
+    dr.add_argument("--workers", type=int, help="data-parallel workers on Ray Train (default 1: this process)")
+    dr.add_argument("--ray-address", help="Ray cluster for --workers (default: $RAY_ADDRESS, else an embedded Ray)")
+    dr.set_defaults(fn=cmd_doremi)
     ev = sub.add_parser("eval", help="per-domain loss of a checkpoint on every sequence of a shard set")
     ev.add_argument("checkpoint", help="checkpoint dir, RUN/checkpoints/latest or a training output dir")
     ev.add_argument("--shards", required=True)

@@ -20,11 +20,12 @@ def _worker(config: dict) -> None:
     from datacurate.train.config import TrainConfig
     from datacurate.train.loop import train
 
-    train(from_dict(TrainConfig, config["cfg"], "train"), resume=config["resume"])
+    train(from_dict(TrainConfig, config["cfg"], "train"), resume=config["resume"], objective=config["objective"])
 
 
-def run_train(cfg, resume: bool = False, ray_cfg: RayConfig | None = None) -> dict:
-    """Train ``cfg`` (a :class:`TrainConfig`) on ``cfg.workers`` Ray Train workers."""
+def run_train(cfg, resume: bool = False, ray_cfg: RayConfig | None = None, objective=None) -> dict:
+    """Train ``cfg`` (a :class:`TrainConfig`) on ``cfg.workers`` Ray Train workers;
+    ``objective`` (a picklable factory, e.g. DoReMi's Group DRO) as in the loop."""
     import ray
     from ray.train import RunConfig, ScalingConfig
     from ray.train.torch import TorchConfig, TorchTrainer
@@ -43,7 +44,7 @@ def run_train(cfg, resume: bool = False, ray_cfg: RayConfig | None = None) -> di
         if isinstance(cfg.data.domain_weights, str):
             raw["data"]["domain_weights"] = os.path.abspath(cfg.data.domain_weights)
         trainer = TorchTrainer(
-            _worker, train_loop_config={"cfg": raw, "resume": resume},
+            _worker, train_loop_config={"cfg": raw, "resume": resume, "objective": objective},
             torch_config=TorchConfig(backend="nccl" if use_gpu else "gloo"),
             scaling_config=ScalingConfig(num_workers=cfg.workers, use_gpu=use_gpu),
             run_config=RunConfig(storage_path=os.path.abspath(os.path.join(cfg.output, "_ray")), name="train"),

@@ -94,7 +94,8 @@ def set_path(raw: dict, parts: list[str], value, where: str = "--set") -> None:
     node[parts[-1]] = value
 
 
-def load_train_config(source: str | dict | None = None, overrides: list[str] | None = None, **given) -> TrainConfig:
+def load_train_config(source: str | dict | None = None, overrides: list[str] | None = None, cls: type = TrainConfig,
+                      **given) -> TrainConfig:
     """YAML file / dict / nothing + ``--set`` overrides + CLI values (``shards=``, ``output=``,
     ``workers=``; None = not given) -> a validated :class:`TrainConfig`."""
     if source is None:
@@ -111,13 +112,14 @@ def load_train_config(source: str | dict | None = None, overrides: list[str] | N
             raise ConfigError(f"{source}: invalid YAML: {getattr(e, 'problem', e)}") from None
         if not isinstance(raw, dict):
             raise ConfigError(f"{source}: the top level must be a mapping")
-        raw = raw.get("train", raw) if set(raw) <= {"train"} else raw
+        section = "doremi" if cls is not TrainConfig and "doremi" in raw and "model" not in raw else "train"
+        raw = raw[section] if set(raw) == {section} else raw
     for item in overrides or []:
         set_path(raw, *parse_override(item))
     for k, v in given.items():
         if v is not None:
             raw[k] = v
-    cfg = from_dict(TrainConfig, raw, "train")
+    cfg = from_dict(cls, raw, "train" if cls is TrainConfig else "doremi")
     if not cfg.shards:
         raise ConfigError("train: no shards given (--shards DIR or shards: in the YAML)")
     if not cfg.output:

@@ -37,7 +37,7 @@ from datacurate.train.config import TrainConfig
 from datacurate.train.data import ShardDataset, StepSampler
 from datacurate.train.evaluate import eval_loss
 from datacurate.train.model import GPT
-from datacurate.train.rho1 import Reference, select_loss
+from datacurate.train.rho1 import Reference, Rho1Objective
 
 PEAK_BF16 = {"H100": 989.4e12, "H200": 989.4e12, "H800": 989.4e12, "A100": 312e12, "L4": 121e12}
 
@@ -72,8 +72,21 @@ def peak_flops(device: str) -> float | None:
     return next((v for k, v in PEAK_BF16.items() if k in name), None)
 
 
-def train(cfg: TrainConfig, resume: bool = False, log=None) -> dict:
-    """Train per ``cfg``; returns ``final.json``'s content. Under torch.distributed every rank calls this."""
+class PlainObjective:
+    needs_side = False
+
+    def loss(self, losses: torch.Tensor, tokens, side, domains) -> torch.Tensor:
+        return losses.mean()
+
+    def describe(self) -> str:
+        return "full-token loss"
+
+
+def train(cfg: TrainConfig, resume: bool = False, log=None, objective=None) -> dict:
+    """Train per ``cfg``; returns ``final.json``'s content. Under torch.distributed every rank
+    calls this. ``objective(ds, device, autocast)`` builds another loss than plain / RHO-1
+    (DoReMi's Group DRO); it may carry state (``state_dict`` / ``load_state_dict``, checkpointed)
+    and an ``end_step(step)`` hook."""
     rank, world = (dist.get_rank(), dist.get_world_size()) if dist.is_initialized() else (0, 1)
     main = rank == 0
     log = log or (lambda m: print(m, file=sys.stderr, flush=True))
@@ -91,7 +104,12 @@ def train(cfg: TrainConfig, resume: bool = False, log=None) -> dict:
         raise ConfigError(f"model.max_seq_len {shape.max_seq_len} is shorter than the longest bucket ({max(ds.seq_lens)})")
     model = GPT(shape).to(device)
     opt = make_optimizer(model, cfg, device)
-    ref = Reference(cfg.rho1.reference, ds, device, cfg.rho1.sidecar, autocast) if cfg.rho1.reference else None
+    if objective is not None:
+        obj = objective(ds, device, autocast)
+    elif cfg.rho1.reference:
+        obj = Rho1Objective(Reference(cfg.rho1.reference, ds, device, cfg.rho1.sidecar, autocast), cfg.rho1.ratio)
+    else:
+        obj = PlainObjective()
     ckpt_dir = os.path.join(cfg.output, "checkpoints")
     metrics_path = os.path.join(cfg.output, "metrics.jsonl")
     meta = {"shape": asdict(shape), "tokenizer_sha256": ds.tokenizer["sha256"], "config": to_dict(cfg),
@@ -100,6 +118,8 @@ def train(cfg: TrainConfig, resume: bool = False, log=None) -> dict:
     if resume and checkpoint.steps_in(ckpt_dir):
         state = checkpoint.restore(checkpoint.resolve(ckpt_dir), model, opt, shape, ds.tokenizer["sha256"])
         start, tokens_seen = state["step"], state["tokens"]
+        if hasattr(obj, "load_state_dict"):
+            obj.load_state_dict(state["objective"])
     if main:
         os.makedirs(cfg.output, exist_ok=True)
         if not start:  # a fresh run: an earlier run's checkpoints would mix with this one's
@@ -111,9 +131,7 @@ def train(cfg: TrainConfig, resume: bool = False, log=None) -> dict:
             yaml.safe_dump(to_dict(cfg), f, sort_keys=False)
         log(f"[train] {model.num_params():,} parameters ({cfg.model.preset}: {shape.n_layer}x{shape.n_embd}), "
             f"{len(ds):,} sequences in buckets {ds.seq_lens}, {cfg.steps} steps x {cfg.data.tokens_per_step:,} "
-            f"tokens on {device} x {world}" + (f", RHO-1 ratio {cfg.rho1.ratio} "
-                                                 f"({'sidecar' if ref.from_sidecar else 'on the fly'})" if ref else "")
-            + (f", resuming at step {start}" if start else ""))
+            f"tokens on {device} x {world}, {obj.describe()}" + (f", resuming at step {start}" if start else ""))
     fwd = torch.compile(model) if (cfg.compile if cfg.compile is not None else device == "cuda") else model
     if world > 1:
         fwd = torch.nn.parallel.DistributedDataParallel(fwd, device_ids=[0] if device == "cuda" else None)
@@ -129,7 +147,7 @@ def train(cfg: TrainConfig, resume: bool = False, log=None) -> dict:
         for g in opt.param_groups:
             g["lr"] = lr
         batch = sampler.batch(step)
-        arrays = ds.gather(batch.seq_len, batch.index, [0, 2] if ref is not None and ref.from_sidecar else [0])
+        arrays = ds.gather(batch.seq_len, batch.index, [0, 2] if obj.needs_side else [0])
         tokens = torch.from_numpy(arrays[0].astype(np.int64)).to(device)  # (B, L)
         side = arrays[1].astype(np.float32) if len(arrays) > 1 else None  # (B, L-1)
         micro = np.array_split(np.arange(len(tokens)), cfg.optim.grad_accum)
@@ -140,10 +158,7 @@ def train(cfg: TrainConfig, resume: bool = False, log=None) -> dict:
                 x = tokens[rows]
                 with autocast():
                     losses = fwd(x[:, :-1], x[:, 1:])  # (b, L-1)
-                if ref is not None:
-                    loss, _ = select_loss(losses, ref.losses(x, None if side is None else side[rows]), cfg.rho1.ratio)
-                else:
-                    loss = losses.mean()
+                loss = obj.loss(losses, x, None if side is None else side[rows], batch.domains[rows])
                 (loss / len(micro)).backward()
             loss_sum += losses.detach().mean() / len(micro)  # the full-token loss is what we log
         if cfg.optim.grad_clip:
@@ -153,6 +168,8 @@ def train(cfg: TrainConfig, resume: bool = False, log=None) -> dict:
         if world > 1:
             dist.all_reduce(loss_sum, op=dist.ReduceOp.AVG)
         done, tokens_seen = step + 1, tokens_seen + cfg.data.tokens_per_step
+        if hasattr(obj, "end_step"):
+            obj.end_step(done)
         if main and (done % cfg.log_every == 0 or done == cfg.steps):
             loss_val = loss_sum.item()
             dt = time.perf_counter() - t0
@@ -173,7 +190,8 @@ def train(cfg: TrainConfig, resume: bool = False, log=None) -> dict:
         if (cfg.checkpoint_every and done % cfg.checkpoint_every == 0) or done == cfg.steps:
             if main:
                 metrics.flush()
-                checkpoint.save(ckpt_dir, done, model, opt, {**meta, "tokens": tokens_seen},
+                extra = {"objective": obj.state_dict()} if hasattr(obj, "state_dict") else {}
+                checkpoint.save(ckpt_dir, done, model, opt, {**meta, "tokens": tokens_seen, **extra},
                                 keep=cfg.keep_checkpoints)
             if world > 1:
                 dist.barrier()

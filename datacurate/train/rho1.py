@@ -80,6 +80,20 @@ class Reference:
             return self.model(tokens[:, :-1], tokens[:, 1:])
 
 
+class Rho1Objective:
+    """The training loop's loss under RHO-1: select by excess loss, average the selected."""
+
+    def __init__(self, reference: Reference, ratio: float):
+        self.reference, self.ratio = reference, ratio
+        self.needs_side = reference.from_sidecar
+
+    def loss(self, losses: torch.Tensor, tokens: torch.Tensor, side, domains) -> torch.Tensor:
+        return select_loss(losses, self.reference.losses(tokens, side), self.ratio)[0]
+
+    def describe(self) -> str:
+        return f"RHO-1 ratio {self.ratio} ({'sidecar' if self.reference.from_sidecar else 'on the fly'})"
+
+
 @torch.no_grad()
 def score_tokens(ckpt_path: str, shard_dir: str, device: str = "cpu", tokens_per_batch: int = 16384,
                  log=print) -> dict:

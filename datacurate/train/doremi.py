@@ -1,0 +1,235 @@
+"""DoReMi domain reweighting (Xie et al. 2023, "DoReMi: Optimizing Data Mixtures Speeds Up
+Language Model Pretraining", NeurIPS 2023).
+
+Two small models find the domain weights: a **reference** model trained on a reference
+mixture (natural token shares by default), then a **proxy** model of the same shape
+trained with Group DRO against it, sampling domains uniformly. Every proxy step (the
+paper's Algorithm 1):
+
+* per-token excess loss ``max(proxy loss - reference loss, 0)``; per-domain excess =
+  its mean over the domain's tokens in the step (all workers together: the sums and
+  token counts are all-reduced, so every rank holds the same weights whatever the worker
+  count); a domain absent from the step keeps its last value;
+* ``alpha <- softmax(log alpha + eta * excess)``, then ``alpha <- (1 - c) alpha + c / k``
+  (defaults eta = 1, c = 1e-3, as the paper);
+* the proxy's loss is ``sum_d alpha_d * (mean loss of domain d's tokens in the step)``.
+
+The output is the average of ``alpha`` over all proxy steps, ``domain_weights.json``
+(flat ``{domain: weight}``, the shape the reference code writes), which ``train``
+(``data.domain_weights``) and ``decompose`` (``mixture_file``) read directly. On The Pile
+the paper's 280M proxy's weights let an 8B model reach the baseline's accuracy in 2.6x
+fewer steps. Iterated DoReMi (``rounds``): round r+1's reference mixture is round r's
+weights (the paper's GLaM runs converged in about 3 rounds).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from dataclasses import dataclass, field
+from typing import Optional, Union
+
+import numpy as np
+import torch
+import torch.distributed as dist
+
+from datacurate.train.config import TrainConfig
+from datacurate.train.data import ShardDataset, load_domain_weights
+from datacurate.train.rho1 import Reference
+
+
+@dataclass
+class DoremiConfig:
+    reference_steps: int = 200  # steps of the reference model (ignored with `reference`)
+    proxy_steps: int = 200  # steps of the Group-DRO proxy
+    eta: float = 1.0  # step size of the domain-weight update
+    smoothing: float = 1e-3  # c: mix of the uniform distribution into the weights each step
+    reference_weights: Union[str, dict[str, float]] = "natural"  # natural token shares, {domain: w} or a JSON file
+    reference: Optional[str] = None  # an existing reference checkpoint instead of training one (round 1)
+    rounds: int = 1  # iterated DoReMi: round r+1's reference mixture = round r's weights
+    sidecar: str = "auto"  # reference losses from score-tokens' sidecar: auto | require | off
+
+    def validate(self) -> None:
+        if self.eta <= 0:
+            raise ValueError("eta must be positive")
+        if not 0 <= self.smoothing < 1:
+            raise ValueError("smoothing must be within [0, 1)")
+        if min(self.reference_steps, self.proxy_steps, self.rounds) < 1:
+            raise ValueError("reference_steps, proxy_steps and rounds must be >= 1")
+        if self.sidecar not in ("auto", "require", "off"):
+            raise ValueError("sidecar must be auto, require or off")
+
+
+@dataclass
+class DoremiRunConfig(TrainConfig):
+    doremi: DoremiConfig = field(default_factory=DoremiConfig)
+
+
+class GroupDRO:
+    """The proxy's objective (see the module docstring); state is checkpointed with the proxy."""
+
+    needs_side = False
+
+    def __init__(self, ds: ShardDataset, device: str, autocast, reference: str, eta: float, smoothing: float,
+                 sidecar: str, out_dir: Optional[str]):
+        self.ref = Reference(reference, ds, device, sidecar, autocast)
+        self.needs_side = self.ref.from_sidecar
+        self.domains, self.device, self.eta, self.c = ds.domains, device, eta, smoothing
+        self.active = torch.tensor([n > 0 for n in _domain_tokens(ds).values()])
+        k = int(self.active.sum())
+        self.alpha = torch.where(self.active, 1.0 / k, 0.0).double()  # (D,)
+        self.excess = torch.zeros(len(ds.domains), dtype=torch.float64)  # (D,) last per-domain excess
+        self.alpha_sum = torch.zeros_like(self.alpha)
+        self.steps = 0
+        self.out_dir = out_dir  # rank 0 only: weights.jsonl and domain_weights.json
+
+    def loss(self, losses: torch.Tensor, tokens: torch.Tensor, side, domains: np.ndarray) -> torch.Tensor:
+        ref = self.ref.losses(tokens, side)  # (b, T)
+        dom = torch.from_numpy(domains.astype(np.int64)).to(losses.device)  # (b,)
+        D, T = len(self.domains), losses.shape[1]
+        excess_sum = torch.zeros(D, device=losses.device, dtype=torch.float64).index_add_(
+            0, dom, (losses.detach() - ref).clamp_min(0).sum(1).double())  # (D,)
+        count = torch.zeros(D, device=losses.device, dtype=torch.float64).index_add_(
+            0, dom, torch.full((len(dom),), float(T), device=losses.device, dtype=torch.float64))  # (D,)
+        world = 1
+        if dist.is_initialized():
+            world = dist.get_world_size()
+            dist.all_reduce(excess_sum)
+            dist.all_reduce(count)
+        excess_sum, count = excess_sum.cpu(), count.cpu()
+        present = count > 0
+        self.excess[present] = excess_sum[present] / count[present]
+        # the weight update, over the domains that have tokens
+        logits = torch.where(self.active, self.alpha.clamp_min(1e-300).log() + self.eta * self.excess, -math.inf)
+        alpha = torch.softmax(logits, 0)
+        self.alpha = torch.where(self.active, (1 - self.c) * alpha + self.c / int(self.active.sum()), 0.0)
+        self.alpha_sum += self.alpha
+        self.steps += 1
+        # the proxy's loss: alpha-weighted per-domain mean loss (global token counts, so the
+        # DDP average over ranks equals the single-worker loss)
+        loss_sum = torch.zeros(D, device=losses.device, dtype=losses.dtype).index_add(0, dom, losses.sum(1))  # (D,)
+        w = (self.alpha / count.clamp_min(1)).to(losses.device, losses.dtype)  # (D,)
+        if self.out_dir:
+            with open(os.path.join(self.out_dir, "weights.jsonl"), "a" if self.steps > 1 else "w") as f:
+                f.write(json.dumps({"step": self.steps, "alpha": self._named(self.alpha),
+                                    "excess": self._named(self.excess)}) + "\n")
+        return (loss_sum * w).sum() * world
+
+    def _named(self, v: torch.Tensor) -> dict:
+        return {d: float(v[i]) for i, d in enumerate(self.domains) if self.active[i]}
+
+    def average(self) -> dict[str, float]:
+        avg = self.alpha_sum / max(self.steps, 1)
+        avg = avg / avg.sum()
+        return self._named(avg)
+
+    def end_step(self, step: int) -> None:
+        if self.out_dir:
+            _write_json(os.path.join(self.out_dir, "domain_weights.json"), self.average())
+
+    def state_dict(self) -> dict:
+        return {"alpha": self.alpha.tolist(), "excess": self.excess.tolist(), "alpha_sum": self.alpha_sum.tolist(),
+                "steps": self.steps}
+
+    def load_state_dict(self, s: dict) -> None:
+        self.alpha, self.excess, self.alpha_sum = (torch.tensor(s[k], dtype=torch.float64)
+                                                   for k in ("alpha", "excess", "alpha_sum"))
+        self.steps = s["steps"]
+        if self.out_dir:  # weights.jsonl back to the checkpoint's step, as metrics.jsonl
+            _truncate_jsonl(os.path.join(self.out_dir, "weights.jsonl"), self.steps)
+
+    def describe(self) -> str:
+        side = "sidecar" if self.ref.from_sidecar else "on the fly"
+        return f"DoReMi Group DRO (eta {self.eta}, smoothing {self.c}, reference {side})"
+
+
+class GroupDROFactory:
+    """Builds :class:`GroupDRO` inside each worker (picklable for Ray Train)."""
+
+    def __init__(self, reference: str, eta: float, smoothing: float, sidecar: str, out_dir: str):
+        self.args = (reference, eta, smoothing, sidecar, out_dir)
+
+    def __call__(self, ds, device, autocast) -> GroupDRO:
+        reference, eta, smoothing, sidecar, out_dir = self.args
+        rank0 = not dist.is_initialized() or dist.get_rank() == 0
+        return GroupDRO(ds, device, autocast, reference, eta, smoothing, sidecar, out_dir if rank0 else None)
+
+
+def _write_json(path: str, data) -> None:
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(data, f, indent=2)
+    os.replace(tmp, path)
+
+
+def _truncate_jsonl(path: str, step: int) -> None:
+    if os.path.exists(path):
+        with open(path) as f:
+            keep = [ln for ln in f if ln.strip() and ln.endswith("\n") and json.loads(ln)["step"] <= step]
+        with open(path, "w") as f:
+            f.writelines(keep)
+
+
+def run_doremi(cfg: DoremiRunConfig, run, resume: bool = False, log=print) -> dict:
+    """Reference (or ``doremi.reference``) then proxy, ``rounds`` times; writes
+    ``OUT/domain_weights.json`` (the last round's) and returns it. ``run(train_cfg, resume,
+    objective)`` trains one model: :func:`datacurate.train.loop.train` in this process, or
+    Ray Train's wrapper for several workers."""
+    from dataclasses import asdict, replace
+
+    from datacurate.config import ConfigError
+    from datacurate.train import checkpoint
+
+    d = cfg.doremi
+    ds = ShardDataset(cfg.shards)
+    active = [x for x, n in _domain_tokens(ds).items() if n > 0]
+    if len(active) < 2:
+        raise ConfigError(f"doremi: the shards hold {len(active)} domain(s) with tokens ({', '.join(active)}); "
+                          "DoReMi weighs two or more")
+    shape = cfg.model.resolve(int(ds.tokenizer["vocab_size"]), max(ds.seq_lens))
+    if d.reference:
+        state = checkpoint.read_state(checkpoint.resolve(d.reference))
+        if state.get("tokenizer_sha256") != ds.tokenizer["sha256"]:
+            raise checkpoint.CheckpointError(f"doremi.reference {d.reference}: trained with another tokenizer")
+        if state["shape"] != asdict(shape):
+            raise checkpoint.CheckpointError(f"doremi.reference {d.reference}: shape {state['shape']} differs from "
+                                             f"the proxy's {asdict(shape)}")
+    weights = None if d.reference_weights == "natural" else d.reference_weights
+    if weights is not None:
+        load_domain_weights(weights, ds.domains)  # unknown domains etc.: one line, before any step
+    base = TrainConfig(**{k: getattr(cfg, k) for k in TrainConfig.__dataclass_fields__})
+    base.rho1 = replace(base.rho1, reference=None)
+    os.makedirs(cfg.output, exist_ok=True)
+    result = None
+    for r in range(d.rounds):
+        rdir = cfg.output if d.rounds == 1 else os.path.join(cfg.output, f"round-{r + 1}")
+        if d.reference and r == 0:
+            ref = d.reference
+        else:
+            ref_cfg = replace(base, steps=d.reference_steps, output=os.path.join(rdir, "reference"),
+                              data=replace(base.data, domain_weights=weights))
+            log(f"[doremi] round {r + 1}/{d.rounds}: reference model, {d.reference_steps} steps on "
+                f"{'natural' if weights is None else 'given'} weights")
+            run(ref_cfg, resume, None)
+            ref = os.path.join(rdir, "reference", "checkpoints", "latest")
+        proxy_dir = os.path.join(rdir, "proxy")
+        os.makedirs(proxy_dir, exist_ok=True)
+        proxy_cfg = replace(base, steps=d.proxy_steps, output=proxy_dir,
+                            data=replace(base.data, domain_weights={x: 1.0 for x in active}))
+        log(f"[doremi] round {r + 1}/{d.rounds}: Group-DRO proxy, {d.proxy_steps} steps, domains sampled uniformly")
+        run(proxy_cfg, resume, GroupDROFactory(os.path.abspath(ref), d.eta, d.smoothing, d.sidecar,
+                                               os.path.abspath(rdir)))
+        with open(os.path.join(rdir, "domain_weights.json")) as f:
+            result = json.load(f)
+        weights = result
+        log(f"[doremi] round {r + 1} weights: " + "  ".join(f"{k} {v:.3f}" for k, v in result.items()))
+    _write_json(os.path.join(cfg.output, "domain_weights.json"), result)
+    return result
+
+
+def _domain_tokens(ds: ShardDataset) -> dict[str, int]:
+    counts = np.zeros(len(ds.domains), dtype=np.int64)
+    for L in ds.seq_lens:
+        np.add.at(counts, ds.all_domains(L), L)
+    return {d: int(n) for d, n in zip(ds.domains, counts)}
