@@ -66,6 +66,28 @@ class DoremiRunConfig(TrainConfig):
     doremi: DoremiConfig = field(default_factory=DoremiConfig)
 
 
+def domain_excess(losses: torch.Tensor, ref: torch.Tensor, dom: torch.Tensor, n_domains: int):
+    """Per-domain sums of the clipped per-token excess ``max(losses - ref, 0)`` and token
+    counts, float64 (D,) each; ``losses``, ``ref`` (b, T), ``dom`` (b,) domain ids."""
+    excess = (losses - ref).clamp_min(0).sum(1).double()  # (b,)
+    sums = torch.zeros(n_domains, device=losses.device, dtype=torch.float64).index_add_(0, dom, excess)
+    count = torch.zeros(n_domains, device=losses.device, dtype=torch.float64).index_add_(
+        0, dom, torch.full((len(dom),), float(losses.shape[1]), device=losses.device, dtype=torch.float64))
+    return sums, count
+
+
+def update_weights(alpha: torch.Tensor, last: torch.Tensor, excess_sum: torch.Tensor, count: torch.Tensor,
+                   active: torch.Tensor, eta: float, c: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """One Group-DRO step (all (D,) float64): per-domain excess (absent domains keep ``last``),
+    ``alpha <- softmax(log alpha + eta * excess)``, ``alpha <- (1 - c) alpha + c / k`` over the
+    ``k`` active domains. Returns (alpha, excess)."""
+    present = count > 0
+    excess = torch.where(present, excess_sum / count.clamp_min(1), last)
+    logits = torch.where(active, alpha.clamp_min(1e-300).log() + eta * excess, -math.inf)
+    new = torch.softmax(logits, 0)
+    return torch.where(active, (1 - c) * new + c / int(active.sum()), 0.0), excess
+
+
 class GroupDRO:
     """The proxy's objective (see the module docstring); state is checkpointed with the proxy."""
 
@@ -87,33 +109,26 @@ class GroupDRO:
     def loss(self, losses: torch.Tensor, tokens: torch.Tensor, side, domains: np.ndarray) -> torch.Tensor:
         ref = self.ref.losses(tokens, side)  # (b, T)
         dom = torch.from_numpy(domains.astype(np.int64)).to(losses.device)  # (b,)
-        D, T = len(self.domains), losses.shape[1]
-        excess_sum = torch.zeros(D, device=losses.device, dtype=torch.float64).index_add_(
-            0, dom, (losses.detach() - ref).clamp_min(0).sum(1).double())  # (D,)
-        count = torch.zeros(D, device=losses.device, dtype=torch.float64).index_add_(
-            0, dom, torch.full((len(dom),), float(T), device=losses.device, dtype=torch.float64))  # (D,)
+        excess_sum, count = domain_excess(losses.detach(), ref, dom, len(self.domains))  # (D,), (D,)
         world = 1
         if dist.is_initialized():
             world = dist.get_world_size()
             dist.all_reduce(excess_sum)
             dist.all_reduce(count)
-        excess_sum, count = excess_sum.cpu(), count.cpu()
-        present = count > 0
-        self.excess[present] = excess_sum[present] / count[present]
-        # the weight update, over the domains that have tokens
-        logits = torch.where(self.active, self.alpha.clamp_min(1e-300).log() + self.eta * self.excess, -math.inf)
-        alpha = torch.softmax(logits, 0)
-        self.alpha = torch.where(self.active, (1 - self.c) * alpha + self.c / int(self.active.sum()), 0.0)
+        count = count.cpu()
+        self.alpha, self.excess = update_weights(self.alpha, self.excess, excess_sum.cpu(), count, self.active,
+                                                 self.eta, self.c)
         self.alpha_sum += self.alpha
         self.steps += 1
-        # the proxy's loss: alpha-weighted per-domain mean loss (global token counts, so the
-        # DDP average over ranks equals the single-worker loss)
-        loss_sum = torch.zeros(D, device=losses.device, dtype=losses.dtype).index_add(0, dom, losses.sum(1))  # (D,)
-        w = (self.alpha / count.clamp_min(1)).to(losses.device, losses.dtype)  # (D,)
         if self.out_dir:
             with open(os.path.join(self.out_dir, "weights.jsonl"), "a" if self.steps > 1 else "w") as f:
                 f.write(json.dumps({"step": self.steps, "alpha": self._named(self.alpha),
                                     "excess": self._named(self.excess)}) + "\n")
+        # the proxy's loss: alpha-weighted per-domain mean loss (global token counts, so the
+        # DDP average over ranks equals the single-worker loss)
+        loss_sum = torch.zeros(len(self.domains), device=losses.device, dtype=losses.dtype).index_add(
+            0, dom, losses.sum(1))  # (D,)
+        w = (self.alpha / count.clamp_min(1)).to(losses.device, losses.dtype)  # (D,)
         return (loss_sum * w).sum() * world
 
     def _named(self, v: torch.Tensor) -> dict:

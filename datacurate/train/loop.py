@@ -177,6 +177,7 @@ def train(cfg: TrainConfig, resume: bool = False, log=None, objective=None) -> d
             mfu = model.flops_per_token(batch.seq_len) * tps / (peak * world) if peak else None
             _write(metrics, {"step": done, "tokens": tokens_seen, "seq_len": batch.seq_len, "loss": loss_val,
                              "lr": lr, "tokens_per_s": round(tps, 1), "mfu": mfu})
+            metrics.flush()  # followable while it runs
             if done % max(1, cfg.steps // 20) == 0 or done == cfg.steps:
                 log(f"[train] step {done}/{cfg.steps}  loss {loss_val:.4f}  L {batch.seq_len}  lr {lr:.2e}  "
                     f"{tps:,.0f} tok/s" + (f"  MFU {mfu:.1%}" if mfu else ""))

@@ -68,6 +68,9 @@ class Reference:
             raise ShardError(f"{ds.path}: no reference-loss sidecar (run datacurate score-tokens first)")
         if not self.from_sidecar:
             self.model, _ = checkpoint.load_model(self.ckpt, device, tok)
+            if self.model.shape.max_seq_len < max(ds.seq_lens):
+                raise checkpoint.CheckpointError(f"reference {path}: max_seq_len {self.model.shape.max_seq_len} is "
+                                                 f"shorter than the longest bucket ({max(ds.seq_lens)})")
             for p in self.model.parameters():
                 p.requires_grad_(False)
         self.autocast = autocast
