@@ -67,6 +67,9 @@ def cmd_run(args) -> int:
     for spec in cfg.stages:
         if spec.name == "decompose":
             outs.append(spec.config.output or f"{cfg.output.path}/shards")
+    if cfg.doremi is not None:
+        print("doremi: domain weights " + "  ".join(f"{k} {v:.3f}" for k, v in report["doremi"].items()))
+        outs.append(f"{cfg.doremi.output}/domain_weights.json")
     if cfg.train is not None:
         final = report["train"]
         ev = final.get("eval_loss") or {}

@@ -65,6 +65,7 @@ class PipelineConfig:
     output: OutputConfig = field(default_factory=OutputConfig)
     ray: RayConfig = field(default_factory=RayConfig)
     stages: list[StageSpec] = field(default_factory=list)
+    doremi: Any = None  # datacurate.train.doremi.DoremiRunConfig: domain weights from the shards, for train
     train: Any = None  # datacurate.train.config.TrainConfig: train on the shards after curation
 
 
@@ -195,16 +196,16 @@ def _apply_override(raw: dict, parts: list[str], value: Any) -> None:
     head = parts[0]
     if head in ("input", "output") and isinstance(raw.get(head), (str, list)):
         raw[head] = {"path": raw[head]}
-    if head == "train":
-        node = raw.get("train")
+    if head in ("train", "doremi"):
+        node = raw.get(head)
         if not isinstance(node, dict):
-            node = raw["train"] = {}
+            node = raw[head] = {}
         for p in parts[1:-1]:
             if not isinstance(node.get(p), dict):
                 node[p] = {}
             node = node[p]
         if len(parts) < 2:
-            raise ConfigError("--set train: name a key, e.g. train.steps=100")
+            raise ConfigError(f"--set {head}: name a key, e.g. {head}.seed=1")
         node[parts[-1]] = value
         return
     if head in ("input", "output", "ray"):
@@ -273,7 +274,7 @@ def load_config(
     if ray_address is not None:
         _apply_override(raw, ["ray", "address"], ray_address)
 
-    known = ["input", "output", "ray", "stages", "train"]
+    known = ["input", "output", "ray", "stages", "doremi", "train"]
     for key in raw:
         if key not in known:
             raise unknown_key(str(key), known, "pipeline")
@@ -303,25 +304,40 @@ def load_config(
         stage_cls = STAGES[name]
         cfg.stages.append(StageSpec(name, coerce(params, stage_cls.Config, f"stages[{i}].{name}")))
     check_order(cfg.stages)
+    if raw.get("doremi") is not None:
+        cfg.doremi = pipeline_train_config(raw["doremi"], cfg, "doremi")
     if raw.get("train") is not None:
-        cfg.train = pipeline_train_config(raw["train"], cfg)
+        cfg.train = pipeline_train_config(raw["train"], cfg, "train")
+        if cfg.doremi is not None and cfg.train.data.domain_weights is None:
+            import os
+
+            cfg.train.data.domain_weights = os.path.join(cfg.doremi.output, "domain_weights.json")
     return cfg
 
 
-def pipeline_train_config(raw: Any, cfg: PipelineConfig):
-    """The ``train:`` section: shards default to decompose's output, output to OUT/train."""
+def pipeline_train_config(raw: Any, cfg: PipelineConfig, section: str):
+    """The ``train:`` / ``doremi:`` sections: shards default to decompose's output, output to
+    OUT/train / OUT/doremi. In ``doremi:`` the DoReMi keys (proxy_steps, eta, ...) sit beside
+    the training keys (model, data, seed, ...)."""
+    import dataclasses
     import os
 
     from datacurate.train.config import TrainConfig
+    from datacurate.train.doremi import DoremiConfig, DoremiRunConfig
 
-    tc = coerce(raw, TrainConfig, "train")
+    cls = TrainConfig if section == "train" else DoremiRunConfig
+    if section == "doremi" and isinstance(raw, dict):
+        own = {f.name for f in dataclasses.fields(DoremiConfig)}
+        raw = {**{k: v for k, v in raw.items() if k not in own},
+               "doremi": {**(raw.get("doremi") or {}), **{k: v for k, v in raw.items() if k in own}}}
+    tc = coerce(raw, cls, section)
     if tc.shards is None:
         dec = next((s for s in cfg.stages if s.name == "decompose"), None)
         if dec is None:
-            raise ConfigError("train: the pipeline has no decompose stage; set train.shards")
+            raise ConfigError(f"{section}: the pipeline has no decompose stage; set {section}.shards")
         tc.shards = dec.config.output or os.path.join(cfg.output.path, "shards")
     if tc.output is None:
-        tc.output = os.path.join(cfg.output.path, "train")
+        tc.output = os.path.join(cfg.output.path, section)
     return tc
 
 

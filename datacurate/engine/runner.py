@@ -100,6 +100,8 @@ def run_pipeline(cfg: PipelineConfig, progress: bool | None = None, log: Callabl
     if not report["totals"]["accounted"]:
         _write_stats(cfg, report)
         raise RuntimeError(f"accounting mismatch: {report['totals']}")
+    if cfg.doremi is not None:
+        report["doremi"] = run_domain_weights(cfg.doremi, cfg.ray, log if show else None)
     if cfg.train is not None:
         report["train"] = run_training(cfg.train, cfg.ray, log if show else None)
     _write_stats(cfg, report)  # last: its presence marks a complete run
@@ -111,6 +113,20 @@ def _write_stats(cfg: PipelineConfig, report: dict) -> None:
     with open(tmp, "w") as f:
         json.dump(report, f, indent=2)
     os.replace(tmp, os.path.join(cfg.output.path, "stats.json"))
+
+
+def run_domain_weights(dc, ray_cfg, log=None) -> dict:
+    """The pipeline's ``doremi:`` section: DoReMi's weights for the train: section."""
+    from datacurate.train.doremi import run_doremi
+
+    quiet = log or (lambda m: None)
+    if dc.workers > 1:
+        from datacurate.engine.train_ray import run_train
+
+        return run_doremi(dc, lambda c, r, o: run_train(c, resume=r, ray_cfg=ray_cfg, objective=o), log=quiet)
+    from datacurate.train.loop import train
+
+    return run_doremi(dc, lambda c, r, o: train(c, resume=r, objective=o, log=quiet), log=quiet)
 
 
 def run_training(tc, ray_cfg, log=None) -> dict:

@@ -141,3 +141,24 @@ def test_bad_input(synthetic, tmp_path, capsys):
     assert "shape" in err("--set", f"doremi.reference={ref}", "--set", "model.n_layer=3")
     assert "did you mean 'proxy_steps'" in err("--set", "doremi.proxy_step=3")
     assert not (tmp_path / "o" / "proxy").exists()
+
+
+def test_pipeline_goes_raw_to_shards_to_weights_to_model(ray_session, tmp_path):
+    """A pipeline with doremi: and train: sections: the model trains on DoReMi's weights."""
+    from datacurate.config import load_config
+    from datacurate.engine import run_pipeline
+
+    corpus = os.path.join(os.path.dirname(__file__), "..", "..", "sample_data", "corpus")
+    cfg = load_config({
+        "input": [os.path.join(corpus, "news.jsonl"), os.path.join(corpus, "learned.jsonl")],
+        "output": str(tmp_path / "out"), "ray": {"progress": False},
+        "stages": [{"tokenize": {}}, {"decompose": {"max_log2": 9}}],
+        "doremi": {"reference_steps": 4, "proxy_steps": 4, "data": {"tokens_per_step": 1024}},
+        "train": {"steps": 3, "data": {"tokens_per_step": 1024}}})
+    assert cfg.train.data.domain_weights == str(tmp_path / "out" / "doremi" / "domain_weights.json")
+    report = run_pipeline(cfg)
+    w = json.load(open(tmp_path / "out" / "doremi" / "domain_weights.json"))
+    assert set(w) == {"news", "learned"} and report["doremi"] == w
+    assert report["train"]["steps"] == 3
+    assert json.load(open(tmp_path / "out" / "stats.json"))["doremi"] == w
+    assert load_config(str(tmp_path / "out" / "config.yaml")) == cfg  # the resolved config reloads
