@@ -262,6 +262,19 @@ def cmd_score_tokens(args) -> int:
     return 0
 
 
+def _model_command(sub, name: str, fn, help: str, config_help: str, output_help: str, set_help: str) -> None:
+    """``train`` and ``doremi`` take the same arguments."""
+    c = sub.add_parser(name, help=help)
+    c.add_argument("config", nargs="?", help=config_help)
+    c.add_argument("--shards", help="token shard directory (with manifest.json)")
+    c.add_argument("--output", help=output_help)
+    c.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help=set_help)
+    c.add_argument("--resume", action="store_true", help="continue from the latest checkpoints under OUTPUT")
+    c.add_argument("--workers", type=int, help="data-parallel workers on Ray Train (default 1: this process)")
+    c.add_argument("--ray-address", help="Ray cluster for --workers (default: $RAY_ADDRESS, else an embedded Ray)")
+    c.set_defaults(fn=fn)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="datacurate", description="Data curation for LLM pretraining on Ray.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -309,26 +322,14 @@ def build_parser() -> argparse.ArgumentParser:
     de.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="e.g. near_dedup.num_perm=256")
     de.add_argument("--output", required=True)
     de.set_defaults(fn=cmd_dedup_eval)
-    tr = sub.add_parser("train", help="train a GPT on token shards (dataset-decomposition curriculum, RHO-1)")
-    tr.add_argument("config", nargs="?", help="training YAML (keys of datacurate.train.config.TrainConfig)")
-    tr.add_argument("--shards", help="token shard directory (with manifest.json)")
-    tr.add_argument("--output", help="output directory: metrics.jsonl, final.json, checkpoints/")
-    tr.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                    help="override a key, e.g. model.preset=124m, steps=1000, data.curriculum=uniform, rho1.ratio=0.6")
-    tr.add_argument("--resume", action="store_true", help="continue from OUTPUT/checkpoints/latest")
-    tr.add_argument("--workers", type=int, help="data-parallel workers on Ray Train (default 1: this process)")
-    tr.add_argument("--ray-address", help="Ray cluster for --workers (default: $RAY_ADDRESS, else an embedded Ray)")
-    tr.set_defaults(fn=cmd_train)
-    dr = sub.add_parser("doremi", help="DoReMi domain weights: reference + Group-DRO proxy -> domain_weights.json")
-    dr.add_argument("config", nargs="?", help="YAML with the train keys plus a doremi: section")
-    dr.add_argument("--shards", help="token shard directory (with manifest.json)")
-    dr.add_argument("--output", help="output directory: domain_weights.json, weights.jsonl, reference/, proxy/")
-    dr.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                    help="e.g. doremi.proxy_steps=500, doremi.eta=1, doremi.reference_weights=w.json, model.preset=124m")
-    dr.add_argument("--resume", action="store_true", help="continue the reference / proxy from their latest checkpoints")
-    dr.add_argument("--workers", type=int, help="data-parallel workers on Ray Train (default 1: this process)")
-    dr.add_argument("--ray-address", help="Ray cluster for --workers (default: $RAY_ADDRESS, else an embedded Ray)")
-    dr.set_defaults(fn=cmd_doremi)
+    _model_command(sub, "train", cmd_train, "train a GPT on token shards (dataset-decomposition curriculum, RHO-1)",
+                   "training YAML (keys of datacurate.train.config.TrainConfig)",
+                   "output directory: metrics.jsonl, final.json, checkpoints/",
+                   "override a key, e.g. model.preset=124m, steps=1000, data.curriculum=uniform, rho1.ratio=0.6")
+    _model_command(sub, "doremi", cmd_doremi, "DoReMi domain weights: reference + Group-DRO proxy -> domain_weights.json",
+                   "YAML with the train keys plus a doremi: section",
+                   "output directory: domain_weights.json, weights.jsonl, reference/, proxy/",
+                   "e.g. doremi.proxy_steps=500, doremi.eta=1, doremi.reference_weights=w.json, model.preset=124m")
     ev = sub.add_parser("eval", help="per-domain loss of a checkpoint on every sequence of a shard set")
     ev.add_argument("checkpoint", help="checkpoint dir, RUN/checkpoints/latest or a training output dir")
     ev.add_argument("--shards", required=True)

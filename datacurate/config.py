@@ -241,6 +241,22 @@ def _apply_override(raw: dict, parts: list[str], value: Any) -> None:
     node[parts[-1]] = value
 
 
+def read_yaml(source: str | Path, what: str) -> dict:
+    """A YAML file whose top level is a mapping, or a one-line :class:`ConfigError`."""
+    p = Path(source)
+    if not p.is_file():
+        raise ConfigError(f"{what} file not found: {source}")
+    try:
+        raw = yaml.safe_load(p.read_text()) or {}
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        at = f" (line {mark.line + 1})" if mark else ""
+        raise ConfigError(f"{source}: invalid YAML{at}: {getattr(e, 'problem', e)}") from None
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{source}: the top level must be a mapping")
+    return raw
+
+
 def load_config(
     source: str | Path | dict,
     overrides: list[str] | None = None,
@@ -251,20 +267,7 @@ def load_config(
     """YAML file (or dict) + overrides -> validated :class:`PipelineConfig`."""
     from datacurate.stages import STAGES
 
-    if isinstance(source, dict):
-        raw = dict(source)
-    else:
-        p = Path(source)
-        if not p.is_file():
-            raise ConfigError(f"pipeline file not found: {source}")
-        try:
-            raw = yaml.safe_load(p.read_text()) or {}
-        except yaml.YAMLError as e:
-            mark = getattr(e, "problem_mark", None)
-            at = f" (line {mark.line + 1})" if mark else ""
-            raise ConfigError(f"{source}: invalid YAML{at}: {getattr(e, 'problem', e)}") from None
-        if not isinstance(raw, dict):
-            raise ConfigError(f"{source}: the top level must be a mapping")
+    raw = dict(source) if isinstance(source, dict) else read_yaml(source, "pipeline")
     for item in overrides or []:
         _apply_override(raw, *parse_override(item))
     if input_path is not None:

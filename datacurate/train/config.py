@@ -8,12 +8,9 @@ resolved configuration is saved beside the outputs (``OUT/config.yaml``).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Literal, Optional
 
-import yaml
-
-from datacurate.config import ConfigError, from_dict, parse_override
+from datacurate.config import ConfigError, from_dict, parse_override, read_yaml
 from datacurate.train.data import DataConfig
 from datacurate.train.model import ModelConfig
 
@@ -103,15 +100,7 @@ def load_train_config(source: str | dict | None = None, overrides: list[str] | N
     elif isinstance(source, dict):
         raw = dict(source)
     else:
-        p = Path(source)
-        if not p.is_file():
-            raise ConfigError(f"training config not found: {source}")
-        try:
-            raw = yaml.safe_load(p.read_text()) or {}
-        except yaml.YAMLError as e:
-            raise ConfigError(f"{source}: invalid YAML: {getattr(e, 'problem', e)}") from None
-        if not isinstance(raw, dict):
-            raise ConfigError(f"{source}: the top level must be a mapping")
+        raw = read_yaml(source, "training config")
         section = "doremi" if cls is not TrainConfig and "doremi" in raw and "model" not in raw else "train"
         raw = raw[section] if set(raw) == {section} else raw
     for item in overrides or []:
