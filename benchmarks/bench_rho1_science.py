@@ -83,7 +83,13 @@ from datacurate.train.loop import train  # noqa: E402
 CORPUS = ROOT / "sample_data" / "corpus"
 TARGET = ROOT / "sample_data" / "target" / "target.jsonl"
 RESULTS = ROOT / "benchmarks" / "results"
-POOL_WEIGHTS = {"prose": 0.5, "foreign": 0.25, "shuffled": 0.25}
+POOLS = {  # token shares of the pool (--pool)
+    "mixed": {"prose": 0.5, "foreign": 0.25, "shuffled": 0.25},
+    # two thirds word-shuffled English: the target's own vocabulary with no order to learn,
+    # so it bends the model's conditional predictions toward the unigram
+    "shuffled": {"prose": 1 / 3, "foreign": 0.0, "shuffled": 2 / 3},
+}
+POOL_WEIGHTS = POOLS["mixed"]
 RATIO = 0.6
 TOKENS_PER_STEP = 2048  # pool runs: 4 sequences of 512 .. 32 of 64 per step
 REF_TOKENS_PER_STEP = 4096
@@ -203,11 +209,15 @@ def main() -> None:
     ap.add_argument("--ref-steps", type=int, default=None, help="reference steps (default 100, quick 50)")
     ap.add_argument("--work", default=None, help="working directory (default: a temporary one, removed)")
     ap.add_argument("--out", default=None, help="results JSON")
+    ap.add_argument("--pool", choices=sorted(POOLS), default="mixed", help="pool mix (see POOLS)")
     args = ap.parse_args()
+    global POOL_WEIGHTS
+    POOL_WEIGHTS = POOLS[args.pool]
     seeds = args.seeds or (1 if args.quick else 3)
     steps = args.steps or (40 if args.quick else 100)
     ref_steps = args.ref_steps or (50 if args.quick else 100)
-    out_json = Path(args.out or RESULTS / ("rho1_science_quick.json" if args.quick else "rho1_science.json"))
+    suffix = "" if args.pool == "mixed" else f"_{args.pool}"
+    out_json = Path(args.out or RESULTS / (f"rho1_science{suffix}_quick.json" if args.quick else f"rho1_science{suffix}.json"))
     work = Path(args.work or tempfile.mkdtemp(prefix="rho1_science_"))
     quiet = lambda m: None  # noqa: E731 - the loop's per-step log; this script prints its own lines
     t_start = time.perf_counter()
@@ -258,7 +268,8 @@ def main() -> None:
         summary["gap_over_seed_sd"] = summary["gap_mean"] / max(summary["full_sd"], summary["rho1_sd"])
     model = next((ln.split(":", 1)[1].strip() for ln in open("/proc/cpuinfo") if ln.startswith("model name")), "?")
     result = {
-        "command": "python benchmarks/bench_rho1_science.py" + (" --quick" if args.quick else ""),
+        "command": "python benchmarks/bench_rho1_science.py" + (" --quick" if args.quick else "") +
+                   f" --pool {args.pool} --steps {steps} --ref-steps {ref_steps} --seeds {seeds}",
         "machine": {"cpu_model": model, "nproc": os.cpu_count(), "gpu": torch.cuda.is_available(),
                     "torch_threads": torch.get_num_threads(), "python": platform.python_version(),
                     "torch": torch.__version__},

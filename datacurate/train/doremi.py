@@ -197,6 +197,8 @@ def run_doremi(cfg: DoremiRunConfig, run, resume: bool = False, log=print) -> di
     from datacurate.train import checkpoint
 
     d = cfg.doremi
+    if cfg.optim.grad_accum != 1:
+        raise ConfigError("doremi: optim.grad_accum must be 1 (the weights are updated once per forward pass)")
     ds = ShardDataset(cfg.shards)
     active = [x for x, n in _domain_tokens(ds).items() if n > 0]
     if len(active) < 2:

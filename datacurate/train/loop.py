@@ -23,6 +23,7 @@ import contextlib
 import json
 import math
 import os
+import shutil
 import sys
 import time
 from dataclasses import asdict
@@ -30,6 +31,7 @@ from dataclasses import asdict
 import numpy as np
 import torch
 import torch.distributed as dist
+import yaml
 
 from datacurate.config import ConfigError, to_dict
 from datacurate.train import checkpoint
@@ -123,18 +125,16 @@ def train(cfg: TrainConfig, resume: bool = False, log=None, objective=None) -> d
     if main:
         os.makedirs(cfg.output, exist_ok=True)
         if not start:  # a fresh run: an earlier run's checkpoints would mix with this one's
-            import shutil
             shutil.rmtree(ckpt_dir, ignore_errors=True)
         _truncate_metrics(metrics_path, start)
         with open(os.path.join(cfg.output, "config.yaml"), "w") as f:
-            import yaml
             yaml.safe_dump(to_dict(cfg), f, sort_keys=False)
         log(f"[train] {model.num_params():,} parameters ({cfg.model.preset}: {shape.n_layer}x{shape.n_embd}), "
             f"{len(ds):,} sequences in buckets {ds.seq_lens}, {cfg.steps} steps x {cfg.data.tokens_per_step:,} "
             f"tokens on {device} x {world}, {obj.describe()}" + (f", resuming at step {start}" if start else ""))
     fwd = torch.compile(model) if (cfg.compile if cfg.compile is not None else device == "cuda") else model
     if world > 1:
-        fwd = torch.nn.parallel.DistributedDataParallel(fwd, device_ids=[0] if device == "cuda" else None)
+        fwd = torch.nn.parallel.DistributedDataParallel(fwd, device_ids=[torch.cuda.current_device()] if device == "cuda" else None)
     peak = peak_flops(device)
     metrics = open(metrics_path, "a") if main else None
     last_eval = None
