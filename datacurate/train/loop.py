@@ -132,7 +132,8 @@ def train(cfg: TrainConfig, resume: bool = False, log=None, objective=None) -> d
         log(f"[train] {model.num_params():,} parameters ({cfg.model.preset}: {shape.n_layer}x{shape.n_embd}), "
             f"{len(ds):,} sequences in buckets {ds.seq_lens}, {cfg.steps} steps x {cfg.data.tokens_per_step:,} "
             f"tokens on {device} x {world}, {obj.describe()}" + (f", resuming at step {start}" if start else ""))
-    fwd = torch.compile(model) if (cfg.compile if cfg.compile is not None else device == "cuda") else model
+    # one graph per bucket length (dataset decomposition has a handful), not dynamic shapes
+    fwd = torch.compile(model, dynamic=False) if (cfg.compile if cfg.compile is not None else device == "cuda") else model
     if world > 1:
         fwd = torch.nn.parallel.DistributedDataParallel(fwd, device_ids=[torch.cuda.current_device()] if device == "cuda" else None)
     peak = peak_flops(device)
