@@ -32,6 +32,7 @@ class Pipeline:
         cfg = load_config(path, overrides)
         pipe = cls(build_stages(cfg.stages), cfg.ray)
         pipe._input, pipe._output = cfg.input, cfg.output
+        pipe._doremi, pipe._train = cfg.doremi, cfg.train  # the YAML's doremi: / train: sections
         return pipe
 
     def config(self, input: str | list[str] | None = None, output: str | None = None, **input_options: Any) -> PipelineConfig:
@@ -42,8 +43,11 @@ class Pipeline:
         out = getattr(self, "_output", OutputConfig())
         if output is not None:
             out = OutputConfig(path=output, compression=out.compression, overwrite=out.overwrite)
-        return PipelineConfig(input=inp, output=out, ray=self.ray,
-                              stages=[StageSpec(s.name, s.config) for s in self.stages])
+        cfg = PipelineConfig(input=inp, output=out, ray=self.ray,
+                             stages=[StageSpec(s.name, s.config) for s in self.stages])
+        old = getattr(self, "_output", OutputConfig()).path
+        cfg.doremi, cfg.train = (_moved(getattr(self, k, None), old, out.path) for k in ("_doremi", "_train"))
+        return cfg
 
     def run(self, input: str | list[str] | None = None, output: str | None = None, **input_options: Any) -> dict:
         """Run on Ray (embedded local Ray unless ``ray.address`` is set); return the stats report."""
@@ -65,3 +69,19 @@ class Pipeline:
         for stage in self.stages:
             table, _ = apply_stage(stage, table)
         return table
+
+
+def _moved(tc, old: str, new: str):
+    """A train / doremi section whose default paths (under the YAML's output) follow ``new``."""
+    import copy
+    import os
+
+    if tc is None or old == new:
+        return tc
+    tc = copy.deepcopy(tc)
+    for obj, key in ((tc, "shards"), (tc, "output"), (tc.data, "domain_weights")):
+        value = getattr(obj, key)
+        if isinstance(value, str) and os.path.commonpath([os.path.abspath(value), os.path.abspath(old)]) == \
+                os.path.abspath(old):
+            setattr(obj, key, os.path.join(new, os.path.relpath(value, old)))
+    return tc
