@@ -115,3 +115,17 @@ def test_mismatched_checkpoints_are_refused(trained, tmp_path, capsys):
     with open(bad / "model.pt", "r+b") as f:
         f.truncate(1000)
     assert "does not load" in _err(capsys, ["eval", str(bad), "--shards", shards])
+
+
+def test_python_api_keeps_the_yaml_train_section():
+    from pathlib import Path
+
+    from datacurate import Pipeline
+
+    sample = Path(__file__).resolve().parent.parent.parent / "pipelines" / "sample.yaml"
+    pipe = Pipeline.from_yaml(str(sample), ["train.steps=7"])
+    cfg = pipe.config(output="elsewhere/run")
+    assert cfg.train.steps == 7 and cfg.train.output == "elsewhere/run/train"
+    assert cfg.train.shards == "elsewhere/run/shards"
+    assert cfg.train.data.domain_weights["news"] == 0.25  # a mapping, not a path: untouched
+    assert pipe.config().train.output == "out/sample/train"
