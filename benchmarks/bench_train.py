@@ -1,0 +1,368 @@
+"""Training loop speed: datacurate's training step side by side with a plain nanoGPT-shaped
+step, and what RHO-1, DoReMi and the grow_p2 length curriculum cost or save per step.
+
+Four races, each run in one process with its arms interleaved step by step (A, B, A, B ...)
+after warm-up steps, so background load and clock changes hit every arm alike; medians of
+per-step (or per-pass) tokens/s and their ratios are reported.
+
+1. **step throughput** at fixed sequence lengths. *baseline*: written here, shaped like
+   nanoGPT's ``train.py``: ``logits = model(x)`` then ``F.cross_entropy(logits.float()
+   .view(-1, V), y.view(-1))`` outside the model, fixed-shape random batches already on the
+   device (no data loader), AdamW with decay on matrices (fused on GPU), grad clip 1.0;
+   ``torch.compile`` and bf16 autocast on GPU. *ours*: exactly the calls
+   :func:`datacurate.train.loop.train` makes per step: ``StepSampler.batch`` ->
+   ``ShardDataset.gather`` (memory-mapped shards) -> ``model(x, y)`` (per-token fp32
+   cross-entropy inside the compiled forward) -> ``PlainObjective`` mean -> backward ->
+   clip -> AdamW (``make_optimizer``). Both arms use datacurate's ``GPT`` class, same
+   shape, same vocabulary, same initialisation: the race compares the loops, not two
+   model implementations. Throughput counts *predicted* tokens: ``B x T`` for the
+   baseline, ``B x (L - 1)`` for ours (a shard sequence of ``L`` tokens gives ``L - 1``
+   targets; the loop's own ``tokens_per_s`` counts ``B x L``).
+2. **RHO-1 step cost** (``Rho1Objective``, ratio 0.6): plain vs reference losses from a
+   frozen forward pass every step vs from the ``score_tokens`` sidecar; same model.
+3. **DoReMi proxy step cost** (``GroupDRO``): reference on the fly vs sidecar, vs plain.
+4. **grow_p2 vs packing**: a run whose step ``s`` takes the bucket the grow_p2 curriculum
+   gives it (all buckets, ``--grow-steps`` steps in ``--grow-cycles`` cycles, the whole
+   schedule per pass) vs every step at the longest bucket; tokens/s over a pass.
+
+MFU (GPU) = (6N + 12 * n_layer * d * T) flops per token (:meth:`GPT.flops_per_token`, N
+without the position table) x tokens/s / 989.4 TFLOP/s (H100/H200 dense bf16).
+
+Data: ``--shards DIR`` (default ``out/sample/shards`` on CPU: the sample corpus, 8k BPE,
+buckets 64..2048), copied to a temporary folder because the sidecar is written next to
+the shards; or ``--synthetic`` (the default on GPU, where a 4096 bucket is needed):
+random tokens of ``--vocab`` ids written in datacurate's shard format, buckets
+``--buckets``, each bucket's share of tokens as in the sample corpus. The reference is a
+freshly initialised GPT of the same shape (a reference's weights do not change its cost).
+
+Run on CPU (about 8 minutes, one thread, on a shared 2-core machine)::
+
+    .venv/bin/python benchmarks/bench_train.py --device cpu
+
+and on one H100/H200 (writes ``results/train_cuda.json``)::
+
+    python benchmarks/bench_train.py --device cuda
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import platform
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from datacurate import shards  # noqa: E402
+from datacurate.train import checkpoint  # noqa: E402
+from datacurate.train.config import TrainConfig  # noqa: E402
+from datacurate.train.data import DataConfig, ShardDataset, StepSampler  # noqa: E402
+from datacurate.train.doremi import GroupDRO  # noqa: E402
+from datacurate.train.loop import PlainObjective, lr_at, make_optimizer  # noqa: E402
+from datacurate.train.model import GPT, ModelConfig  # noqa: E402
+from datacurate.train.rho1 import Reference, Rho1Objective, score_tokens  # noqa: E402
+
+PEAK_BF16 = 989.4e12  # H100 / H200 SXM dense bf16
+# token share of each bucket in the sample corpus (64 .. 2048); synthetic shards take the last n
+SAMPLE_SHARES = [0.036, 0.081, 0.143, 0.247, 0.284, 0.208]
+DEFAULTS = {  # per device: preset, tokens per step, race-1 lengths, synthetic buckets and vocab, race-2/3 length
+    "cpu": dict(preset="tiny", tokens=8192, lengths=[64, 256, 1024, 2048], buckets=[64, 128, 256, 512, 1024, 2048],
+                vocab=8192, objective_len=256, repeats=8, warmup=2, grow_steps=16, grow_cycles=2, passes=3, threads=1),
+    "cuda": dict(preset="124m", tokens=65536, lengths=[256, 1024, 4096], buckets=[256, 512, 1024, 2048, 4096],
+                 vocab=50304, objective_len=1024, repeats=20, warmup=3, grow_steps=40, grow_cycles=2, passes=3, threads=None),
+}
+
+
+def synthetic_shards(root: str, buckets: list[int], vocab: int, tokens_per_step: int, seed: int = 0) -> None:
+    """Random tokens in datacurate's shard format: 4 domains, about 32 steps' worth of tokens,
+    each bucket's token share as in the sample corpus, at least two batches per bucket."""
+    rng = np.random.default_rng(seed)
+    share = np.array(SAMPLE_SHARES[-len(buckets):])
+    share /= share.sum()
+    domains = ["a", "b", "c", "d"]
+    pieces = []
+    for L, s in zip(buckets, share):
+        n = max(2 * (tokens_per_step // L), round(s * 32 * tokens_per_step / L))
+        tokens = rng.integers(0, vocab, size=(n, L), dtype=np.int64)
+        piece = shards.write_piece(root, "bench", tokens, np.arange(n) % len(domains), np.dtype("<u4"))
+        pieces.append({**piece, "seq_len": L})
+    tok = {"vocab_size": vocab, "sha256": f"synthetic-{vocab}", "eos_id": 0}
+    shards.write_manifest(root, shards.build_manifest(pieces, dtype="<u4", tokenizer=tok, domains=domains))
+
+
+class Bench:
+    def __init__(self, args, ds: ShardDataset, ref_path: str):
+        self.args, self.ds, self.device = args, ds, args.device
+        cuda = self.device == "cuda"
+        self.autocast = (lambda: torch.autocast("cuda", dtype=torch.bfloat16)) if cuda else contextlib.nullcontext
+        self.vocab = int(ds.tokenizer["vocab_size"])
+        self.shape = ModelConfig(preset=args.preset).resolve(self.vocab, max(ds.seq_lens))
+        self.cfg = TrainConfig(shards=ds.path, output="unused", steps=10**6)
+        self.cfg.model.preset = args.preset
+        self.cfg.data = DataConfig(tokens_per_step=args.tokens_per_step)
+        # ours: the loop's model, optimiser and compiled forward, shared by every objective
+        torch.manual_seed(0)
+        self.model = GPT(self.shape).to(self.device)
+        self.opt = make_optimizer(self.model, self.cfg, self.device)
+        self.fwd = torch.compile(self.model) if cuda else self.model
+        # baseline: same class, shape and init; nanoGPT's optimiser set-up
+        torch.manual_seed(0)
+        self.base = GPT(self.shape).to(self.device)
+        decay = [p for p in self.base.parameters() if p.dim() >= 2]
+        other = [p for p in self.base.parameters() if p.dim() < 2]
+        self.base_opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": other, "weight_decay": 0.0}],
+                                          lr=self.cfg.lr, betas=(0.9, 0.95), fused=cuda)
+        self.base_fwd = torch.compile(self.base) if cuda else self.base
+        self.base_batches: dict[int, list] = {}
+        # fixed-length steps: the steps of a long run whose grow_p2 bucket is L
+        self.sampler = StepSampler(ds, self.cfg.data, 20000, seed=0)
+        self.steps_at = {L: iter(np.flatnonzero(self.sampler.buckets == i).tolist()) for i, L in enumerate(ds.seq_lens)}
+        self.objectives = {
+            "plain": PlainObjective(),
+            "rho1_on_the_fly": Rho1Objective(Reference(ref_path, ds, self.device, "off", self.autocast), 0.6),
+            "rho1_sidecar": Rho1Objective(Reference(ref_path, ds, self.device, "require", self.autocast), 0.6),
+            "doremi_on_the_fly": GroupDRO(ds, self.device, self.autocast, ref_path, 1.0, 1e-3, "off", None),
+            "doremi_sidecar": GroupDRO(ds, self.device, self.autocast, ref_path, 1.0, 1e-3, "require", None),
+        }
+        assert not self.objectives["rho1_on_the_fly"].needs_side and self.objectives["rho1_sidecar"].needs_side
+        assert not self.objectives["doremi_on_the_fly"].needs_side and self.objectives["doremi_sidecar"].needs_side
+        self.n = 0  # steps taken by ours (drives the learning-rate schedule, as in the loop)
+
+    def sync(self) -> None:
+        if self.device == "cuda":
+            torch.cuda.synchronize()
+
+    def baseline_step(self, T: int) -> int:
+        """nanoGPT's inner loop at block size T on pre-made random batches; predicted tokens."""
+        if T not in self.base_batches:
+            B = self.args.tokens_per_step // T
+            g = torch.Generator(device="cpu").manual_seed(T)
+            self.base_batches[T] = [torch.randint(0, self.vocab, (B, T + 1), generator=g).to(self.device)
+                                    for _ in range(4)]
+        xy = self.base_batches[T][self.n % 4]
+        x, y = xy[:, :-1], xy[:, 1:]  # (B, T) each
+        for g in self.base_opt.param_groups:
+            g["lr"] = lr_at(self.n, self.cfg)
+        with self.autocast():
+            logits = self.base_fwd(x)  # (B, T, V)
+            loss = F.cross_entropy(logits.float().view(-1, logits.size(-1)), y.reshape(-1))
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(self.base.parameters(), 1.0)
+        self.base_opt.step()
+        self.base_opt.zero_grad(set_to_none=True)
+        loss.item()
+        return x.numel()
+
+    def ours_step(self, objective: str, step: int) -> int:
+        """The body of train()'s loop for ``step`` (grad_accum 1, one worker); predicted tokens."""
+        obj, ds = self.objectives[objective], self.ds
+        for g in self.opt.param_groups:
+            g["lr"] = lr_at(self.n, self.cfg)
+        batch = self.sampler_for_step.batch(step)
+        arrays = ds.gather(batch.seq_len, batch.index, [0, 2] if obj.needs_side else [0])
+        tokens = torch.from_numpy(arrays[0].astype(np.int64)).to(self.device)  # (B, L)
+        side = arrays[1].astype(np.float32) if len(arrays) > 1 else None  # (B, L-1)
+        with self.autocast():
+            losses = self.fwd(tokens[:, :-1], tokens[:, 1:])  # (B, L-1)
+        loss = obj.loss(losses, tokens, side, batch.domains)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.cfg.optim.grad_clip)
+        self.opt.step()
+        self.opt.zero_grad(set_to_none=True)
+        losses.detach().mean().item()
+        self.n += 1
+        return losses.numel()
+
+    def ours_at(self, objective: str, L: int) -> int:
+        self.sampler_for_step = self.sampler
+        return self.ours_step(objective, next(self.steps_at[L]))
+
+    def timed(self, fn) -> tuple[float, int]:
+        self.sync()
+        t0 = time.perf_counter()
+        n = fn()
+        self.sync()
+        return time.perf_counter() - t0, n
+
+    def race(self, arms: dict, warmup: int, repeats: int) -> dict:
+        """Interleave the arms' steps; median tokens/s and step time of each arm."""
+        for _ in range(warmup):
+            for fn in arms.values():
+                fn()
+        rows = {name: [] for name in arms}
+        names = list(arms)
+        for r in range(repeats):  # A B C, B C A, C A B ...: every arm takes every place in turn
+            for name in names[r % len(names):] + names[:r % len(names)]:
+                rows[name].append(self.timed(arms[name]))
+        return {name: {"median_tokens_per_s": statistics.median(n / dt for dt, n in r),
+                       "median_step_s": statistics.median(dt for dt, _ in r), "steps": len(r),
+                       "tokens_per_step": r[0][1], "step_s": [round(dt, 4) for dt, _ in r]} for name, r in rows.items()}
+
+    def mfu(self, tokens_per_s: float, T: int) -> float | None:
+        return self.model.flops_per_token(T) * tokens_per_s / PEAK_BF16 if self.device == "cuda" else None
+
+    # ---- the four races
+    def throughput(self, L: int) -> dict:
+        arms = self.race({"baseline": lambda: self.baseline_step(L), "ours": lambda: self.ours_at("plain", L)},
+                         self.args.warmup, self.args.repeats)
+        for a in arms.values():
+            a["mfu"] = self.mfu(a["median_tokens_per_s"], L)
+        return {"seq_len": L, "arms": arms,
+                "ratio_ours_over_baseline": arms["ours"]["median_tokens_per_s"] / arms["baseline"]["median_tokens_per_s"]}
+
+    def objective_cost(self, L: int) -> dict:
+        arms = self.race({name: (lambda n=name: self.ours_at(n, L)) for name in self.objectives},
+                         self.args.warmup, self.args.repeats)
+        plain = arms["plain"]["median_step_s"]
+        return {"seq_len": L, "arms": arms,
+                "step_time_over_plain": {k: v["median_step_s"] / plain for k, v in arms.items() if k != "plain"}}
+
+    def grow_vs_packed(self) -> dict:
+        a = self.args
+        grow = StepSampler(self.ds, DataConfig(tokens_per_step=a.tokens_per_step, curriculum="grow_p2",
+                                               cycles=a.grow_cycles), a.grow_steps, seed=0)
+        longest = max(self.ds.seq_lens)
+        for L in self.ds.seq_lens:  # warm-up (and, on GPU, compile) every bucket length
+            for _ in range(a.warmup):
+                self.ours_at("plain", L)
+
+        def grow_step(s: int) -> int:
+            self.sampler_for_step = grow
+            return self.ours_step("plain", s)
+
+        passes = {"grow_p2": [], "packed_longest": []}
+        for p in range(a.passes):
+            acc = {k: [0.0, 0] for k in passes}
+            for s in range(a.grow_steps):
+                pair = [("grow_p2", lambda: grow_step(s)), ("packed_longest", lambda: self.ours_at("plain", longest))]
+                for name, fn in (pair if (s + p) % 2 == 0 else pair[::-1]):
+                    dt, n = self.timed(fn)
+                    acc[name][0] += dt
+                    acc[name][1] += n
+            for k, (dt, n) in acc.items():
+                passes[k].append(n / dt)
+        lens = [self.ds.seq_lens[int(b)] for b in grow.buckets]
+        arms = {k: {"median_tokens_per_s": statistics.median(v), "passes": len(v), "steps_per_pass": a.grow_steps,
+                    "pass_tokens_per_s": [round(x, 1) for x in v]}
+                for k, v in passes.items()}
+        return {"buckets": self.ds.seq_lens, "cycles": a.grow_cycles, "grow_schedule": lens,
+                "steps_per_bucket": {L: lens.count(L) for L in self.ds.seq_lens}, "arms": arms,
+                "ratio_grow_over_packed": arms["grow_p2"]["median_tokens_per_s"] / arms["packed_longest"]["median_tokens_per_s"]}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--device", choices=["cpu", "cuda"], default="cuda" if torch.cuda.is_available() else "cpu")
+    ap.add_argument("--shards", help="token shard set (default on CPU: out/sample/shards)")
+    ap.add_argument("--synthetic", action="store_true", help="random-token shards (the default on GPU)")
+    ap.add_argument("--buckets", type=int, nargs="+", help="synthetic shards' bucket lengths")
+    ap.add_argument("--vocab", type=int, help="synthetic shards' vocabulary size")
+    ap.add_argument("--preset")
+    ap.add_argument("--tokens-per-step", type=int)
+    ap.add_argument("--lengths", type=int, nargs="+", help="race 1's sequence lengths (buckets of the shards)")
+    ap.add_argument("--objective-len", type=int, help="sequence length of races 2 and 3")
+    for k in ("repeats", "warmup", "grow-steps", "grow-cycles", "passes"):
+        ap.add_argument(f"--{k}", type=int)
+    ap.add_argument("--threads", type=int, help="torch CPU threads (default 1 on CPU: under a shared machine's load "
+                    "one thread ran 1.8x faster than two here; torch's default on GPU)")
+    ap.add_argument("--out", help="result JSON (default results/train_<device>.json)")
+    args = ap.parse_args()
+    for k, v in DEFAULTS[args.device].items():
+        attr = {"tokens": "tokens_per_step", "preset": "preset"}.get(k, k)
+        if getattr(args, attr, None) is None:
+            setattr(args, attr, v)
+    if args.device == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = True
+        import torch._dynamo as dynamo
+        for name in ("cache_size_limit", "recompile_limit"):  # several models x lengths share GPT.forward's code
+            if hasattr(dynamo.config, name):
+                setattr(dynamo.config, name, 64)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    synthetic = args.synthetic or (args.device == "cuda" and not args.shards)
+    load_start = os.getloadavg()
+    t_start = time.time()
+
+    with tempfile.TemporaryDirectory(prefix="bench_train_") as tmp:
+        shard_dir = os.path.join(tmp, "shards")
+        if synthetic:
+            synthetic_shards(shard_dir, args.buckets, args.vocab, args.tokens_per_step)
+            source = f"synthetic: random tokens, vocab {args.vocab}, buckets {args.buckets}"
+        else:
+            src = args.shards or str(ROOT / "out" / "sample" / "shards")
+            shutil.copytree(src, shard_dir, ignore=shutil.ignore_patterns("*.refloss.bin"))
+            m = shards.read_manifest(shard_dir)
+            m.pop("rho1_reference", None)
+            shards.write_manifest(shard_dir, m)
+            source = src
+        ds = ShardDataset(shard_dir)
+        missing = [L for L in args.lengths + [args.objective_len] if L not in ds.seq_lens]
+        if missing:
+            sys.exit(f"bench_train: lengths {missing} are not buckets of the shards ({ds.seq_lens})")
+        shape = ModelConfig(preset=args.preset).resolve(int(ds.tokenizer["vocab_size"]), max(ds.seq_lens))
+        torch.manual_seed(1)
+        ref_dir = os.path.join(tmp, "reference")
+        checkpoint.save(ref_dir, 0, GPT(shape), None, {"shape": asdict(shape), "tokenizer_sha256": ds.tokenizer["sha256"]})
+        t0 = time.perf_counter()
+        score_tokens(ref_dir, shard_dir, args.device, log=lambda m: print(m, file=sys.stderr))
+        score_s = time.perf_counter() - t0
+        ds = ShardDataset(shard_dir)  # re-read: the manifest now lists the sidecar
+        bench = Bench(args, ds, ref_dir)
+        print(f"[bench_train] {args.device}, {args.preset} ({bench.model.num_params():,} params), vocab {bench.vocab}, "
+              f"{args.tokens_per_step:,} tokens/step, buckets {ds.seq_lens}", file=sys.stderr)
+
+        result = {"throughput": [], "objectives": None, "grow_p2": None}
+        for L in args.lengths:
+            r = bench.throughput(L)
+            result["throughput"].append(r)
+            print(f"[throughput] L={L}: baseline {r['arms']['baseline']['median_tokens_per_s']:,.0f} tok/s, ours "
+                  f"{r['arms']['ours']['median_tokens_per_s']:,.0f} tok/s, ratio {r['ratio_ours_over_baseline']:.3f}",
+                  file=sys.stderr)
+        result["objectives"] = bench.objective_cost(args.objective_len)
+        print("[objectives] step time / plain: " + "  ".join(
+            f"{k} {v:.3f}" for k, v in result["objectives"]["step_time_over_plain"].items()), file=sys.stderr)
+        result["grow_p2"] = bench.grow_vs_packed()
+        print(f"[grow_p2] grow {result['grow_p2']['arms']['grow_p2']['median_tokens_per_s']:,.0f} tok/s, packed "
+              f"{result['grow_p2']['arms']['packed_longest']['median_tokens_per_s']:,.0f} tok/s, ratio "
+              f"{result['grow_p2']['ratio_grow_over_packed']:.3f}", file=sys.stderr)
+
+    cpu = next((ln.split(":", 1)[1].strip() for ln in open("/proc/cpuinfo") if ln.startswith("model name")), "?")
+    out = {
+        "command": " ".join([os.path.relpath(sys.executable, ROOT) if sys.executable.startswith(str(ROOT)) else "python"]
+                            + [os.path.relpath(__file__, ROOT)] + sys.argv[1:]),
+        "machine": {"cpu_model": cpu, "nproc": os.cpu_count(), "torch_threads": torch.get_num_threads(),
+                    "load_average_start": [round(x, 2) for x in load_start],
+                    "load_average_end": [round(x, 2) for x in os.getloadavg()], "python": platform.python_version()},
+        "device": args.device, "device_name": torch.cuda.get_device_name() if args.device == "cuda" else cpu,
+        "torch": torch.__version__,
+        "setup": {"preset": args.preset, "params_non_embedding_pos": bench.model.num_params(), "vocab": bench.vocab,
+                  "vocab_note": "both arms use the same vocabulary (the shards')", "tokens_per_step": args.tokens_per_step,
+                  "shards": source, "buckets": ds.seq_lens, "compile": args.device == "cuda",
+                  "autocast": "bf16" if args.device == "cuda" else None, "warmup": args.warmup, "repeats": args.repeats,
+                  "rho1_ratio": 0.6, "sidecar_scoring_s": round(score_s, 2),
+                  "mfu_formula": "(6N + 12*n_layer*d*T) * tokens/s / 989.4e12" if args.device == "cuda" else None},
+        **result,
+        "wall_s": round(time.time() - t_start, 1),
+    }
+    path = Path(args.out or ROOT / "benchmarks" / "results" / f"train_{args.device}.json")
+    path.write_text(json.dumps(out, indent=2) + "\n")
+    print(f"[bench_train] wrote {path} ({out['wall_s']} s)", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
