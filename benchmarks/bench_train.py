@@ -118,7 +118,7 @@ class Bench:
         torch.manual_seed(0)
         self.model = GPT(self.shape).to(self.device)
         self.opt = make_optimizer(self.model, self.cfg, self.device)
-        self.fwd = torch.compile(self.model) if cuda else self.model
+        self.fwd = torch.compile(self.model, dynamic=False) if cuda else self.model  # as the loop
         # baseline: same class, shape and init; nanoGPT's optimiser set-up
         torch.manual_seed(0)
         self.base = GPT(self.shape).to(self.device)
@@ -133,10 +133,10 @@ class Bench:
         self.steps_at = {L: iter(np.flatnonzero(self.sampler.buckets == i).tolist()) for i, L in enumerate(ds.seq_lens)}
         self.objectives = {
             "plain": PlainObjective(),
-            "rho1_on_the_fly": Rho1Objective(Reference(ref_path, ds, self.device, "off", self.autocast), 0.6),
-            "rho1_sidecar": Rho1Objective(Reference(ref_path, ds, self.device, "require", self.autocast), 0.6),
-            "doremi_on_the_fly": GroupDRO(ds, self.device, self.autocast, ref_path, 1.0, 1e-3, "off", None),
-            "doremi_sidecar": GroupDRO(ds, self.device, self.autocast, ref_path, 1.0, 1e-3, "require", None),
+            "rho1_on_the_fly": Rho1Objective(Reference(ref_path, ds, self.device, "off", self.autocast, cuda), 0.6),
+            "rho1_sidecar": Rho1Objective(Reference(ref_path, ds, self.device, "require", self.autocast, cuda), 0.6),
+            "doremi_on_the_fly": GroupDRO(ds, self.device, self.autocast, ref_path, 1.0, 1e-3, "off", None, cuda),
+            "doremi_sidecar": GroupDRO(ds, self.device, self.autocast, ref_path, 1.0, 1e-3, "require", None, cuda),
         }
         assert not self.objectives["rho1_on_the_fly"].needs_side and self.objectives["rho1_sidecar"].needs_side
         assert not self.objectives["doremi_on_the_fly"].needs_side and self.objectives["doremi_sidecar"].needs_side

@@ -94,8 +94,8 @@ class GroupDRO:
     needs_side = False
 
     def __init__(self, ds: ShardDataset, device: str, autocast, reference: str, eta: float, smoothing: float,
-                 sidecar: str, out_dir: Optional[str]):
-        self.ref = Reference(reference, ds, device, sidecar, autocast)
+                 sidecar: str, out_dir: Optional[str], compiled: bool = False):
+        self.ref = Reference(reference, ds, device, sidecar, autocast, compiled)
         self.needs_side = self.ref.from_sidecar
         self.domains, self.device, self.eta, self.c = ds.domains, device, eta, smoothing
         self.active = torch.tensor([n > 0 for n in _domain_tokens(ds).values()])
@@ -165,10 +165,10 @@ class GroupDROFactory:
     def __init__(self, reference: str, eta: float, smoothing: float, sidecar: str, out_dir: str):
         self.args = (reference, eta, smoothing, sidecar, out_dir)
 
-    def __call__(self, ds, device, autocast) -> GroupDRO:
+    def __call__(self, ds, device, autocast, compiled: bool = False) -> GroupDRO:
         reference, eta, smoothing, sidecar, out_dir = self.args
         rank0 = not dist.is_initialized() or dist.get_rank() == 0
-        return GroupDRO(ds, device, autocast, reference, eta, smoothing, sidecar, out_dir if rank0 else None)
+        return GroupDRO(ds, device, autocast, reference, eta, smoothing, sidecar, out_dir if rank0 else None, compiled)
 
 
 def _write_json(path: str, data) -> None:

@@ -6,7 +6,7 @@ batch -> forward -> loss (plain mean, or RHO-1's selected tokens) -> backward ->
 
 * AdamW (fused on GPU), linear warm-up then cosine decay to ``lr * min_lr_ratio``
   (the learning rate is a function of the step, so resuming needs no scheduler object).
-* bf16 autocast and ``torch.compile`` on GPU (one graph per bucket length: dataset
+* bf16 autocast and ``torch.compile(dynamic=False)`` on GPU (one graph per bucket length: dataset
   decomposition has at most ~6 lengths); fp32 on CPU.
 * The batch of step ``s`` is a pure function of (seed, s) (:class:`StepSampler`), so a
   resumed run, or one with another worker count, sees the same data.
@@ -86,7 +86,7 @@ class PlainObjective:
 
 def train(cfg: TrainConfig, resume: bool = False, log=None, objective=None) -> dict:
     """Train per ``cfg``; returns ``final.json``'s content. Under torch.distributed every rank
-    calls this. ``objective(ds, device, autocast)`` builds another loss than plain / RHO-1
+    calls this. ``objective(ds, device, autocast, compiled)`` builds another loss than plain / RHO-1
     (DoReMi's Group DRO); it may carry state (``state_dict`` / ``load_state_dict``, checkpointed)
     and an ``end_step(step)`` hook."""
     rank, world = (dist.get_rank(), dist.get_world_size()) if dist.is_initialized() else (0, 1)
@@ -106,10 +106,12 @@ def train(cfg: TrainConfig, resume: bool = False, log=None, objective=None) -> d
         raise ConfigError(f"model.max_seq_len {shape.max_seq_len} is shorter than the longest bucket ({max(ds.seq_lens)})")
     model = GPT(shape).to(device)
     opt = make_optimizer(model, cfg, device)
+    compiled = cfg.compile if cfg.compile is not None else device == "cuda"
     if objective is not None:
-        obj = objective(ds, device, autocast)
+        obj = objective(ds, device, autocast, compiled)
     elif cfg.rho1.reference:
-        obj = Rho1Objective(Reference(cfg.rho1.reference, ds, device, cfg.rho1.sidecar, autocast), cfg.rho1.ratio)
+        obj = Rho1Objective(Reference(cfg.rho1.reference, ds, device, cfg.rho1.sidecar, autocast, compiled),
+                            cfg.rho1.ratio)
     else:
         obj = PlainObjective()
     ckpt_dir = os.path.join(cfg.output, "checkpoints")
@@ -133,7 +135,7 @@ def train(cfg: TrainConfig, resume: bool = False, log=None, objective=None) -> d
             f"{len(ds):,} sequences in buckets {ds.seq_lens}, {cfg.steps} steps x {cfg.data.tokens_per_step:,} "
             f"tokens on {device} x {world}, {obj.describe()}" + (f", resuming at step {start}" if start else ""))
     # one graph per bucket length (dataset decomposition has a handful), not dynamic shapes
-    fwd = torch.compile(model, dynamic=False) if (cfg.compile if cfg.compile is not None else device == "cuda") else model
+    fwd = torch.compile(model, dynamic=False) if compiled else model
     if world > 1:
         fwd = torch.nn.parallel.DistributedDataParallel(fwd, device_ids=[torch.cuda.current_device()] if device == "cuda" else None)
     peak = peak_flops(device)

@@ -17,6 +17,7 @@ reference or tokenizer.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 from typing import Optional
@@ -46,7 +47,8 @@ class Reference:
     """Reference per-token losses for a batch: from the sidecar when one fits, else a
     frozen forward pass."""
 
-    def __init__(self, path: str, ds: ShardDataset, device: str, sidecar: str = "auto", autocast=None):
+    def __init__(self, path: str, ds: ShardDataset, device: str, sidecar: str = "auto", autocast=None,
+                 compile: bool = False):
         self.ckpt = checkpoint.resolve(path)
         state = checkpoint.read_state(self.ckpt)
         tok = ds.tokenizer["sha256"]
@@ -73,6 +75,8 @@ class Reference:
                                                  f"shorter than the longest bucket ({max(ds.seq_lens)})")
             for p in self.model.parameters():
                 p.requires_grad_(False)
+            if compile:  # as the trained model: one graph per bucket length
+                self.model = torch.compile(self.model, dynamic=False)
         self.autocast = autocast
 
     def losses(self, tokens: torch.Tensor, side: Optional[np.ndarray]) -> torch.Tensor:
@@ -104,6 +108,7 @@ def score_tokens(ckpt_path: str, shard_dir: str, device: str = "cpu", tokens_per
     manifest entry."""
     ds = ShardDataset(shard_dir)
     model, state = checkpoint.load_model(ckpt_path, device, ds.tokenizer["sha256"])
+    autocast = (lambda: torch.autocast("cuda", dtype=torch.bfloat16)) if device == "cuda" else contextlib.nullcontext
     if max(ds.seq_lens, default=0) > model.shape.max_seq_len:
         raise checkpoint.CheckpointError(f"{ckpt_path}: max_seq_len {model.shape.max_seq_len} is shorter than the "
                                          f"longest bucket ({max(ds.seq_lens)})")
@@ -118,7 +123,8 @@ def score_tokens(ckpt_path: str, shard_dir: str, device: str = "cpu", tokens_per
             step = max(1, tokens_per_batch // L)
             for i in range(0, f["n"], step):
                 x = torch.from_numpy(toks[i:i + step].astype(np.int64)).to(device)
-                out[i:i + step] = model(x[:, :-1], x[:, 1:]).float().cpu().numpy().astype(SIDE_DTYPE)
+                with autocast():  # the precision training's on-the-fly reference runs in
+                    out[i:i + step] = model(x[:, :-1], x[:, 1:]).float().cpu().numpy().astype(SIDE_DTYPE)
             rel = f["tokens"].removesuffix(".tokens.bin") + ".refloss.bin"
             shards._write_bytes(os.path.join(shard_dir, rel), out)
             files[f["tokens"]] = rel
