@@ -23,8 +23,9 @@ batches an uninterrupted run would, whatever the worker count. It combines:
   ``remaining_i * 2^(n-1-i)`` (shortest bucket ``i = 0``), so short sequences dominate
   the start of a cycle and long ones its end. The paper's Table 2: cyclic Grow-P2 gave
   the best average accuracy at 8 cycles.
-* **a held-out eval split**: a seeded fraction of every domain's sequences, never drawn
-  for training.
+* **a held-out eval split**: a fraction of every domain's sequences, never drawn for
+  training, chosen by ``split_seed`` alone (not the training seed), so runs that differ
+  in seed, weights or curriculum are evaluated on the same sequences.
 
 Sequences of each (bucket, domain) pool are drawn without replacement: a seeded
 permutation per pass over the pool, a new one for the next pass.
@@ -152,6 +153,7 @@ class DataConfig:
     domain_weights: Optional[Union[str, dict[str, float]]] = None  # {domain: w} or a JSON file; null = natural
     eval_fraction: float = 0.05  # of each domain's sequences, held out for eval (never trained on)
     max_eval_sequences: int = 2000  # cap on the eval split (per domain), to bound eval time
+    split_seed: int = 0  # seed of the eval split alone: runs with other training seeds are evaluated alike
 
     def validate(self) -> None:
         if self.tokens_per_step < 1:
@@ -236,7 +238,7 @@ class StepSampler:
 
     def _split(self, nd: int):
         """Per domain, a seeded fraction of its sequences (over all buckets) is held out."""
-        rng = np.random.default_rng([self.seed, 0xE7A1])
+        rng = np.random.default_rng([self.cfg.split_seed, 0xE7A1])
         dom = {L: self.ds.all_domains(L) for L in self.lens}
         eval_index = {L: [] for L in self.lens}
         pools = {L: [None] * nd for L in self.lens}

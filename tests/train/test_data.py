@@ -90,6 +90,10 @@ def test_eval_split_never_trained_and_batches_are_pure(ds):
         assert np.array_equal(b.index, s.batch(x).index)
     other = StepSampler(ds, cfg, steps=200, seed=5)
     assert not all(np.array_equal(other.batch(x).index, s.batch(x).index) for x in range(10))
+    # the eval split depends on split_seed only: another training seed is evaluated alike
+    assert all(np.array_equal(other.eval_index[L], s.eval_index[L]) for L in ds.seq_lens)
+    moved = StepSampler(ds, DataConfig(tokens_per_step=1024, eval_fraction=0.1, split_seed=1), steps=10, seed=4)
+    assert not all(np.array_equal(moved.eval_index[L], s.eval_index[L]) for L in ds.seq_lens)
 
 
 def test_ranks_split_the_global_batch(ds):
