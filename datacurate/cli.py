@@ -63,6 +63,9 @@ def cmd_run(args) -> int:
         cfg.ray.progress = False
     report = run_pipeline(cfg)
     print(format_funnel(report))
+    hint = _missing_text_hint(report, cfg)
+    if hint:
+        print(hint, file=sys.stderr)
     outs = [f"{cfg.output.path}/kept", f"{cfg.output.path}/rejected", f"{cfg.output.path}/stats.json"]
     for spec in cfg.stages:
         if spec.name == "decompose":
@@ -78,6 +81,28 @@ def cmd_run(args) -> int:
         outs.append(cfg.train.output)
     print("outputs: " + ", ".join(outs))
     return 0
+
+
+def _missing_text_hint(report: dict, cfg) -> str | None:
+    """When no record had the text field, name the fields the first one has."""
+    missing = report.get("rejected_by_reason", {}).get("input/missing_text", 0)
+    if not missing or report["totals"]["kept"] or missing < report["totals"]["read"]:
+        return None
+    import glob as _glob
+
+    import orjson
+    import pyarrow.parquet as pq
+
+    fields: list[str] = []
+    for path in sorted(_glob.glob(os.path.join(cfg.output.path, "rejected", "*.parquet")))[:1]:
+        first = pq.read_table(path, columns=["text"]).column("text")[0].as_py()
+        try:
+            fields = list(orjson.loads(first)) if first else []
+        except orjson.JSONDecodeError:
+            pass
+    seen = f"; the records have: {', '.join(fields)}" if fields else ""
+    return (f"datacurate: hint: no record has the text field '{cfg.input.text_field}'{seen} "
+            f"(set it with --set input.text_field=NAME)")
 
 
 def cmd_stats(args) -> int:

@@ -227,7 +227,11 @@ def _apply_override(raw: dict, parts: list[str], value: Any) -> None:
             target = (i, name)
             break
     if target is None:
-        raise ConfigError(f"--set {'.'.join(parts)}: no stage '{head}' in this pipeline")
+        names = ["input", "output", "ray", "doremi", "train"] + [
+            next(iter(e)) if isinstance(e, dict) and e else str(e) for e in stages]
+        near = difflib.get_close_matches(head, names, n=1)
+        hint = f" (did you mean '{near[0]}'?)" if near else f" (sections: {', '.join(names)})"
+        raise ConfigError(f"--set {'.'.join(parts)}: no section or stage '{head}' in this pipeline{hint}")
     i, name = target
     if not isinstance(stages[i], dict):
         stages[i] = {name: {}}

@@ -301,10 +301,9 @@ def _read_jsonl(task: ReadTask, cfg: InputConfig, counters: dict):
         id_ = _field_str(obj.get(idf), derived)
         domain = _field_str(obj.get(df), default_domain)
         text = obj.get(tf, _MISSING)
-        if text is _MISSING:
-            yield id_, "", domain, "input/missing_text"
-        elif text is None:
-            yield id_, "", domain, "input/null_text"
+        if text is _MISSING or text is None:  # the raw line is kept: the record is not lost
+            reason = "input/missing_text" if text is _MISSING else "input/null_text"
+            yield id_, raw.decode("utf-8", "replace").rstrip("\n"), domain, reason
         elif not isinstance(text, str):
             yield id_, orjson.dumps(text).decode(), domain, "input/non_string_text"
         elif len(text) > cfg.max_doc_chars:

@@ -84,8 +84,30 @@ def test_bad_input_run(ray_session, tmp_path):
         else:
             assert (got.get(id_), stage_of.get(id_)) == (reason, reason.split("/")[0]), id_
 
+    raw = pq.read_table(out / "rejected", columns=["id", "text"]).to_pydict()
+    raw_text = dict(zip(raw["id"], raw["text"]))
+    assert orjson.loads(raw_text["no-text"]) == {"id": "no-text", "body": PROSE}  # the raw record is kept
+    assert orjson.loads(raw_text["null-text"]) == {"id": "null-text", "text": None}
+
     by_stage = report["stages"]
     assert list(by_stage) == ["input", "langid", "heuristics"]
     assert by_stage["input"]["in"] == 14 and by_stage["input"]["rejected_total"] == 9
     assert by_stage["langid"]["in"] == 5 and by_stage["langid"]["rejected"] == {"langid/language": 1}
     assert by_stage["heuristics"]["in"] == 4 and by_stage["heuristics"]["kept"] == 3
+
+
+def test_wrong_text_field_gets_a_hint(ray_session, tmp_path, capsys):
+    """Records whose text is under another field: every one is a recorded reject with its
+    raw line, and the run ends with a hint naming the fields the records have."""
+    from datacurate.cli import main
+
+    data = tmp_path / "content.jsonl"
+    data.write_bytes(b"".join(orjson.dumps({"id": f"r{i}", "content": PROSE}) + b"\n" for i in range(3)))
+    assert main(["run", "pipelines/heuristics_only.yaml", "--input", str(data), "--output", str(tmp_path / "o"),
+                 "--quiet"]) == 0
+    err = capsys.readouterr().err
+    assert "no record has the text field 'text'; the records have: id, content" in err
+    assert "--set input.text_field=NAME" in err
+    rejected = pq.read_table(tmp_path / "o" / "rejected", columns=["text", "reject_reason"]).to_pydict()
+    assert rejected["reject_reason"] == ["input/missing_text"] * 3
+    assert all(orjson.loads(t)["content"] == PROSE for t in rejected["text"])

@@ -89,7 +89,8 @@ def test_set_overrides():
 
 def test_set_overrides_are_checked():
     assert "did you mean 'min_words'" in error(base(), ["heuristics.gopher_quality.min_wrds=20"])
-    assert "no stage 'dedup'" in error(base(), ["dedup.threshold=0.8"])
+    assert "no section or stage 'dedup'" in error(base(), ["dedup.threshold=0.8"])
+    assert "did you mean 'output'" in error(base(), ["ouput.path=x"])
     assert "expected an integer" in error(base(), ["heuristics.gopher_quality.min_words=many"])
     assert "KEY=VALUE" in error(base(), ["langid.min_score"])
 
@@ -124,3 +125,14 @@ def test_invalid_yaml(tmp_path):
 def test_shipped_pipelines_load(name):
     cfg = load_config(Path(__file__).resolve().parent.parent / "pipelines" / name)
     assert cfg.stages and cfg.input.path
+
+
+def test_funnel_says_when_it_leaves_reasons_out():
+    from datacurate.engine.stats import format_funnel
+
+    report = {"totals": {"read": 15, "kept": 0, "rejected": 15, "accounted": True, "wall_seconds": 1.0},
+              "stages": {"heuristics": {"in": 15, "kept": 0, "rejected_total": 15, "seconds": 0.1,
+                                        "rejected": {f"gopher/r{i}": 1 for i in range(15)}}}}
+    text = format_funnel(report)
+    assert "gopher/r11" in text and "gopher/r12" not in text
+    assert "... 3 more reasons (stats.json)" in text

@@ -61,8 +61,12 @@ def format_funnel(report: dict) -> str:
     lines = [f"{'stage':<14}{'in':>12}{'kept':>12}{'rejected':>12}{'seconds':>10}"]
     for name, st in report["stages"].items():
         lines.append(f"{name:<14}{st['in']:>12,}{st['kept']:>12,}{st['rejected_total']:>12,}{st['seconds']:>10.1f}")
-        for reason, n in list(st["rejected"].items())[:12]:
+        reasons = list(st["rejected"].items())
+        for reason, n in reasons[:12]:
             lines.append(f"    {reason:<40}{n:>10,}")
+        if len(reasons) > 12:  # say so: every reason is in stats.json
+            rest = sum(n for _, n in reasons[12:])
+            lines.append(f"    {f'... {len(reasons) - 12} more reasons (stats.json)':<40}{rest:>10,}")
     ok = "ok" if t["accounted"] else "MISMATCH"
     lines.append(f"read {t['read']:,} = kept {t['kept']:,} + rejected {t['rejected']:,} ({ok}); "
                  f"{t['wall_seconds']:.1f} s wall")
