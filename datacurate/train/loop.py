@@ -153,7 +153,8 @@ def train(cfg: TrainConfig, resume: bool = False, log=None, objective=None) -> d
         arrays = ds.gather(batch.seq_len, batch.index, [0, 2] if obj.needs_side else [0])
         tokens = torch.from_numpy(arrays[0].astype(np.int64)).to(device)  # (B, L)
         side = arrays[1].astype(np.float32) if len(arrays) > 1 else None  # (B, L-1)
-        micro = np.array_split(np.arange(len(tokens)), cfg.optim.grad_accum)
+        # micro-batches weighted by their share of the batch (B need not divide by grad_accum)
+        micro = [r for r in np.array_split(np.arange(len(tokens)), cfg.optim.grad_accum) if len(r)]
         loss_sum = torch.zeros((), device=device)
         for i, rows in enumerate(micro):
             sync = world == 1 or i == len(micro) - 1
@@ -162,8 +163,8 @@ def train(cfg: TrainConfig, resume: bool = False, log=None, objective=None) -> d
                 with autocast():
                     losses = fwd(x[:, :-1], x[:, 1:])  # (b, L-1)
                 loss = obj.loss(losses, x, None if side is None else side[rows], batch.domains[rows])
-                (loss / len(micro)).backward()
-            loss_sum += losses.detach().mean() / len(micro)  # the full-token loss is what we log
+                (loss * (len(rows) / len(tokens))).backward()
+            loss_sum += losses.detach().mean() * (len(rows) / len(tokens))  # the full-token loss is what we log
         if cfg.optim.grad_clip:
             torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.optim.grad_clip)
         opt.step()

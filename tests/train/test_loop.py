@@ -93,3 +93,14 @@ def test_two_ray_train_workers_match_one(ray_session, shard_dir, tmp_path):
     # rank 0 wrote the checkpoint; it resumes in one process (another worker count)
     again = train(cfg_of(shard_dir, tmp_path / "two", steps=14, data={"tokens_per_step": 2048}), resume=True)
     assert again["steps"] == 14 and losses(tmp_path / "two")[:12] == b
+
+
+def test_gradient_accumulation_matches_one_big_batch(shard_dir, tmp_path):
+    train(cfg_of(shard_dir, tmp_path / "one", steps=6))
+    train(cfg_of(shard_dir, tmp_path / "acc", steps=6, optim={"grad_accum": 4}))
+    # 5 micro-batches: uneven splits (16 sequences of 64 -> 4,3,3,3,3) and more micro-batches
+    # than sequences (4 of 256 -> four of 1), weighted by their share of the batch
+    train(cfg_of(shard_dir, tmp_path / "odd", steps=6, optim={"grad_accum": 5}))
+    a, b, c = losses(tmp_path / "one"), losses(tmp_path / "acc"), losses(tmp_path / "odd")
+    np.testing.assert_allclose([x for _, x in a], [x for _, x in b], rtol=1e-5)
+    np.testing.assert_allclose([x for _, x in a], [x for _, x in c], rtol=1e-5)
