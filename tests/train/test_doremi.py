@@ -162,3 +162,25 @@ def test_pipeline_goes_raw_to_shards_to_weights_to_model(ray_session, tmp_path):
     assert report["train"]["steps"] == 3
     assert json.load(open(tmp_path / "out" / "stats.json"))["doremi"] == w
     assert load_config(str(tmp_path / "out" / "config.yaml")) == cfg  # the resolved config reloads
+
+
+def test_reference_losses_from_the_sidecar(synthetic, tmp_path):
+    """doremi.sidecar: require reads score-tokens' losses; the weights follow the
+    on-the-fly run (float16 rounding apart)."""
+    import shutil
+
+    from datacurate.train.rho1 import score_tokens
+
+    root, shards, _ = synthetic
+    ref = str(root / "out" / "reference" / "checkpoints" / "latest")
+    scored = tmp_path / "shards"
+    shutil.copytree(shards, scored)
+    score_tokens(ref, str(scored), "cpu", log=lambda m: None)
+    live = run_doremi(cfg_of(scored, tmp_path / "live", reference=ref, proxy_steps=10, sidecar="off"), local,
+                      log=lambda m: None)
+    side = run_doremi(cfg_of(scored, tmp_path / "side", reference=ref, proxy_steps=10, sidecar="require"), local,
+                      log=lambda m: None)
+    np.testing.assert_allclose([live[d] for d in sorted(live)], [side[d] for d in sorted(side)], rtol=2e-2)
+    with pytest.raises(Exception, match="no reference-loss sidecar"):
+        run_doremi(cfg_of(shards, tmp_path / "none", reference=ref, proxy_steps=2, sidecar="require"), local,
+                   log=lambda m: None)
