@@ -18,11 +18,36 @@ from datacurate.schema import INPUT_STAGE
 OWNED = ("kept", "rejected", "stats.json", "config.yaml", "_work", "shards")
 
 
+def _owned(cfg: PipelineConfig) -> tuple[str, ...]:
+    """What a run writes under OUT: OWNED, plus train/ and doremi/ when its sections write there."""
+    extra = tuple(name for name, sec in (("doremi", cfg.doremi), ("train", cfg.train))
+                  if sec is not None and os.path.abspath(sec.output) == os.path.abspath(os.path.join(cfg.output.path, name)))
+    return OWNED + extra
+
+
+def check_model_sections(cfg: PipelineConfig) -> None:
+    """Before any curation: what the doremi: / train: sections read that exists already
+    (a reference checkpoint, a domain-weights file) is there, so a long curation does not
+    end in a one-line error that could have come first."""
+    from datacurate.train import checkpoint
+
+    for name, sec in (("doremi", cfg.doremi), ("train", cfg.train)):
+        if sec is None:
+            continue
+        refs = [sec.rho1.reference] + ([sec.doremi.reference] if name == "doremi" else [])
+        for ref in filter(None, refs):
+            checkpoint.resolve(ref)
+        w = sec.data.domain_weights
+        from_doremi = cfg.doremi is not None and w == os.path.join(cfg.doremi.output, "domain_weights.json")
+        if isinstance(w, str) and not from_doremi and not os.path.isfile(w):
+            raise ConfigError(f"{name}.data.domain_weights: file not found: {w}")
+
+
 def prepare_output(cfg: PipelineConfig) -> None:
     out = cfg.output.path
     if os.path.exists(out) and not os.path.isdir(out):
         raise ConfigError(f"output: {out} exists and is not a directory")
-    present = [p for p in OWNED if os.path.exists(os.path.join(out, p))]
+    present = [p for p in _owned(cfg) if os.path.exists(os.path.join(out, p))]
     if present and not cfg.output.overwrite:
         raise ConfigError(f"output: {out} already holds a run ({', '.join(present)}); set output.overwrite: true")
     for p in present:
@@ -65,6 +90,7 @@ def run_pipeline(cfg: PipelineConfig, progress: bool | None = None, log: Callabl
             from datacurate.engine.token_ops import check_decompose
 
             check_decompose(spec, cfg)
+    check_model_sections(cfg)
     prepare_output(cfg)
     with open(os.path.join(cfg.output.path, "config.yaml"), "w") as f:
         f.write(dump_config(cfg))

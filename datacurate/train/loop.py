@@ -122,6 +122,9 @@ def train(cfg: TrainConfig, resume: bool = False, log=None, objective=None) -> d
     if resume and checkpoint.steps_in(ckpt_dir):
         state = checkpoint.restore(checkpoint.resolve(ckpt_dir), model, opt, shape, ds.tokenizer["sha256"])
         start, tokens_seen = state["step"], state["tokens"]
+        if main and state["config"].get("steps") != cfg.steps:  # the LR schedule and curriculum follow steps
+            log(f"[train] note: resuming a run of {state['config'].get('steps')} steps with steps={cfg.steps}: the "
+                "learning-rate schedule and the grow_p2 cycles are those of the new length from here on")
         if hasattr(obj, "load_state_dict"):
             obj.load_state_dict(state["objective"])
     if main:

@@ -129,3 +129,27 @@ def test_python_api_keeps_the_yaml_train_section():
     assert cfg.train.shards == "elsewhere/run/shards"
     assert cfg.train.data.domain_weights["news"] == 0.25  # a mapping, not a path: untouched
     assert pipe.config().train.output == "out/sample/train"
+
+
+def test_pipeline_train_section_fails_before_curation(tmp_path, capsys):
+    """A missing reference or weights file of the train: section is reported before any
+    curation runs; with overwrite: false an earlier run's train/ is refused too."""
+    from pathlib import Path
+
+    sample = str(Path(__file__).resolve().parent.parent.parent / "pipelines" / "sample.yaml")
+    out = tmp_path / "out"
+
+    def run(*sets):
+        argv = ["run", sample, "--output", str(out), "--quiet"]
+        for s in sets:
+            argv += ["--set", s]
+        assert main(argv) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.startswith("datacurate: error:") and "\n" not in err
+        return err
+
+    assert "checkpoint not found" in run(f"train.rho1.reference={tmp_path}/nope")
+    assert "file not found" in run(f"train.data.domain_weights={tmp_path}/w.json")
+    assert not (out / "kept").exists()  # nothing curated
+    (out / "train").mkdir(parents=True)
+    assert "already holds a run (train)" in run("output.overwrite=false")
