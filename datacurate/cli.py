@@ -61,7 +61,7 @@ def cmd_run(args) -> int:
     cfg = load_config(args.pipeline, args.set, input_path=args.input, output_path=args.output, ray_address=address)
     if args.quiet:
         cfg.ray.progress = False
-    report = run_pipeline(cfg)
+    report = run_pipeline(cfg, resume=args.resume)
     print(format_funnel(report))
     hint = _missing_text_hint(report, cfg)
     if hint:
@@ -311,6 +311,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="override a parameter, e.g. langid.min_score=0.5 or input.text_field=content")
     r.add_argument("--ray-address", help="Ray cluster address (default: $RAY_ADDRESS, else an embedded local Ray)")
     r.add_argument("--quiet", action="store_true", help="no live progress")
+    r.add_argument("--resume", action="store_true",
+                   help="continue an interrupted run in OUT (same configuration): finished tasks are skipped")
     r.set_defaults(fn=cmd_run)
     s = sub.add_parser("stages", help="list stages with their parameters and defaults")
     s.set_defaults(fn=cmd_stages)

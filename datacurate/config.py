@@ -10,17 +10,13 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-import types
-import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Optional, Union
+from typing import Any, Literal, Optional
 
 import yaml
 
-
-class ConfigError(ValueError):
-    """A configuration problem, reported as one line before any work starts."""
+from datacurate.coerce import ConfigError, coerce, from_dict, unknown_key  # noqa: F401 - re-exported
 
 
 @dataclass
@@ -70,98 +66,6 @@ class PipelineConfig:
 
 
 # ----------------------------------------------------------------------------- loading
-
-
-def _type_name(tp: Any) -> str:
-    return getattr(tp, "__name__", None) or str(tp).replace("typing.", "")
-
-
-def coerce(value: Any, tp: Any, where: str) -> Any:
-    """Check ``value`` against the annotation ``tp`` and convert what is safe (int->float)."""
-    origin = typing.get_origin(tp)
-    args = typing.get_args(tp)
-    if tp is Any:
-        return value
-    if origin in (Union, types.UnionType):
-        if value is None and type(None) in args:
-            return None
-        errors = []
-        for arg in args:
-            if arg is type(None):
-                continue
-            try:
-                return coerce(value, arg, where)
-            except ConfigError as e:
-                errors.append(str(e))
-        raise ConfigError(errors[0] if errors else f"{where}: invalid value {value!r}")
-    if origin is Literal:
-        if value not in args:
-            raise ConfigError(f"{where}: {value!r} is not one of {list(args)}")
-        return value
-    if dataclasses.is_dataclass(tp):
-        if isinstance(value, tp):
-            return value
-        if value is None:
-            value = {}
-        if not isinstance(value, dict):
-            raise ConfigError(f"{where}: expected a mapping, got {type(value).__name__}")
-        return from_dict(tp, value, where)
-    if origin is list:
-        if isinstance(value, (str, int, float)) and args and args[0] is str:
-            value = [value]  # a single path or language is a one-element list
-        if not isinstance(value, (list, tuple)):
-            raise ConfigError(f"{where}: expected a list, got {type(value).__name__}")
-        return [coerce(v, args[0] if args else Any, f"{where}[{i}]") for i, v in enumerate(value)]
-    if origin is dict:
-        if not isinstance(value, dict):
-            raise ConfigError(f"{where}: expected a mapping, got {type(value).__name__}")
-        kt, vt = args if args else (Any, Any)
-        return {coerce(k, kt, where): coerce(v, vt, f"{where}.{k}") for k, v in value.items()}
-    if tp is bool:
-        if not isinstance(value, bool):
-            raise ConfigError(f"{where}: expected true/false, got {value!r}")
-        return value
-    if tp is int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise ConfigError(f"{where}: expected an integer, got {value!r}")
-        return value
-    if tp is float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ConfigError(f"{where}: expected a number, got {value!r}")
-        return float(value)
-    if tp is str:
-        if not isinstance(value, str):
-            raise ConfigError(f"{where}: expected a string, got {value!r}")
-        return value
-    raise ConfigError(f"{where}: unsupported type {_type_name(tp)}")
-
-
-def unknown_key(key: str, known: list[str], where: str, what: str = "key") -> ConfigError:
-    near = difflib.get_close_matches(key, known, n=1)
-    hint = f" (did you mean '{near[0]}'?)" if near else f" (known: {', '.join(known)})"
-    return ConfigError(f"{where}: unknown {what} '{key}'{hint}")
-
-
-def from_dict(cls: type, data: dict, where: str) -> Any:
-    """Build dataclass ``cls`` from ``data``; unknown keys and wrong types are errors."""
-    hints = typing.get_type_hints(cls)
-    names = [f.name for f in dataclasses.fields(cls)]
-    kwargs = {}
-    for key, value in data.items():
-        if key not in names:
-            raise unknown_key(str(key), names, where)
-        kwargs[key] = coerce(value, hints[key], f"{where}.{key}" if where else key)
-    try:
-        obj = cls(**kwargs)
-    except (TypeError, ValueError) as e:
-        raise ConfigError(f"{where}: {e}") from None
-    validate = getattr(obj, "validate", None)
-    if validate:
-        try:
-            validate()
-        except ValueError as e:
-            raise ConfigError(f"{where}: {e}") from None
-    return obj
 
 
 def to_dict(obj: Any) -> Any:
@@ -339,7 +243,9 @@ def pipeline_train_config(raw: Any, cfg: PipelineConfig, section: str):
                "doremi": {**(raw.get("doremi") or {}), **{k: v for k, v in raw.items() if k in own}}}
     tc = coerce(raw, cls, section)
     if tc.shards is None:
-        dec = next((s for s in cfg.stages if s.name == "decompose"), None)
+        from datacurate.stages import STAGES
+
+        dec = next((s for s in cfg.stages if getattr(STAGES[s.name], "writes_shards", False)), None)
         if dec is None:
             raise ConfigError(f"{section}: the pipeline has no decompose stage; set {section}.shards")
         tc.shards = dec.config.output or os.path.join(cfg.output.path, "shards")
@@ -357,7 +263,8 @@ def check_order(specs: list[StageSpec]) -> None:
         for need in getattr(STAGES[spec.name], "requires", ()):
             if need not in [s.name for s in specs[:i]]:
                 raise ConfigError(f"stages[{i}].{spec.name}: needs a '{need}' stage before it")
-        if "tokenize" in [s.name for s in specs[:i]] and STAGES[spec.name].rewrites_text(spec.config):
+        tokens_made = any(getattr(STAGES[s.name], "makes_tokens", False) for s in specs[:i])
+        if tokens_made and STAGES[spec.name].rewrites_text(spec.config):
             raise ConfigError(f"stages[{i}].{spec.name}: rewrites the text of kept documents, so it must run "
                               "before tokenize (the tokens would be of the old text)")
 

@@ -8,12 +8,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Sequence
 
 import pyarrow as pa
 
 from datacurate.config import (
-    InputConfig, OutputConfig, PipelineConfig, RayConfig, StageSpec, check_order, coerce, load_config,
+    InputConfig, OutputConfig, PipelineConfig, RayConfig, StageSpec, check_order, coerce, load_config, to_dict,
 )
 from datacurate.schema import BASE_COLUMNS, REJECT_COLUMNS, TEXT
 from datacurate.stages import Stage
@@ -37,23 +38,25 @@ class Pipeline:
 
     def config(self, input: str | list[str] | None = None, output: str | None = None, **input_options: Any) -> PipelineConfig:
         inp = getattr(self, "_input", InputConfig())
-        if input is not None or input_options:
-            base = {"path": input if input is not None else inp.path, **input_options}
+        if input is not None or input_options:  # every other input key (text_field, ...) is kept
+            base = {**to_dict(inp), **({"path": input} if input is not None else {}), **input_options}
             inp = coerce(base, InputConfig, "input")
         out = getattr(self, "_output", OutputConfig())
         if output is not None:
-            out = OutputConfig(path=output, compression=out.compression, overwrite=out.overwrite)
+            out = dataclasses.replace(out, path=output)
         cfg = PipelineConfig(input=inp, output=out, ray=self.ray,
                              stages=[StageSpec(s.name, s.config) for s in self.stages])
         old = getattr(self, "_output", OutputConfig()).path
         cfg.doremi, cfg.train = (_moved(getattr(self, k, None), old, out.path) for k in ("_doremi", "_train"))
         return cfg
 
-    def run(self, input: str | list[str] | None = None, output: str | None = None, **input_options: Any) -> dict:
-        """Run on Ray (embedded local Ray unless ``ray.address`` is set); return the stats report."""
+    def run(self, input: str | list[str] | None = None, output: str | None = None, resume: bool = False,
+            **input_options: Any) -> dict:
+        """Run on Ray (embedded local Ray unless ``ray.address`` is set); return the stats
+        report. ``resume`` continues an interrupted run into the same output."""
         from datacurate.engine import run_pipeline
 
-        return run_pipeline(self.config(input, output, **input_options))
+        return run_pipeline(self.config(input, output, **input_options), resume=resume)
 
     def apply(self, table: pa.Table | dict) -> pa.Table:
         """Run every stage on one in-memory batch without Ray; rejected rows stay, with reasons."""

@@ -6,7 +6,7 @@
   parts, batch by batch), so a worker holds one batch and the driver only per-item
   statistics.
 * Global stages: their all-to-all phases (shuffles, groupbys, actors holding filter
-  slices) live in :mod:`datacurate.engine.global_ops`.
+  slices) run through :mod:`datacurate.engine.context`, which the stages call.
 
 With no address an embedded local Ray starts with the configured resources; with an
 address (``--ray-address``, ``RAY_ADDRESS``, or the environment ``ray job submit``
@@ -18,17 +18,45 @@ from __future__ import annotations
 import json
 import logging
 import os
+import socket
+import sys
+import threading
+import time
 from typing import Callable, Iterator
 
 import pyarrow as pa
 
 from datacurate.config import PipelineConfig, RayConfig
+from datacurate.engine import faults
 from datacurate.engine.process import (
     build_stages, curate_task, curate_work_file, output_schema, plan_segments,
 )
 from datacurate.stages import STAGES
 
 _STAGE_CACHE: dict = {}  # per worker process: models load once, not once per task
+
+
+LOST_AFTER_S = 15.0  # the cluster's control store unreachable this long: the run stops
+
+
+def _watch(gcs_address: str, stop: threading.Event, lost_after: float = LOST_AFTER_S) -> None:
+    """Stop the process with one line when the cluster's GCS stops answering, instead of
+    Ray's minutes of reconnect attempts (or a hang) when a cluster goes away mid-run."""
+    host, port = gcs_address.rsplit(":", 1)
+    down_since = None
+    while not stop.wait(1.0):
+        try:
+            socket.create_connection((host, int(port)), timeout=2.0).close()
+            down_since = None
+        except OSError:
+            down_since = down_since or time.monotonic()
+            if time.monotonic() - down_since >= lost_after:
+                print(f"datacurate: lost the Ray cluster at {gcs_address} (no answer for {lost_after:.0f} s); "
+                      "the run stopped: run again with --resume to continue", file=sys.stderr, flush=True)
+                os._exit(3)
+
+
+_WATCH: dict = {}
 
 
 def init_ray(cfg: RayConfig) -> bool:
@@ -40,6 +68,7 @@ def init_ray(cfg: RayConfig) -> bool:
     kwargs = dict(logging_level=logging.WARNING, log_to_driver=True)
     if cfg.address:
         ray.init(address=cfg.address, **kwargs)
+        _start_watch(ray)
         return True
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")  # an embedded, loopback-only cluster
     ray.init(
@@ -49,7 +78,16 @@ def init_ray(cfg: RayConfig) -> bool:
         include_dashboard=False,
         **kwargs,
     )
+    _start_watch(ray)
     return True
+
+
+def _start_watch(ray) -> None:
+    stop = threading.Event()
+    address = ray.get_runtime_context().gcs_address
+    thread = threading.Thread(target=_watch, args=(address, stop), name="datacurate-ray-watch", daemon=True)
+    thread.start()
+    _WATCH["stop"] = stop
 
 
 def segments_of(cfg: PipelineConfig):
@@ -69,13 +107,18 @@ def _stages_for(cfg: PipelineConfig, seg_index: int, key: str):
     return cached
 
 
-def _run_items(batch: pa.Table, cfg: PipelineConfig, seg_index: int, key: str) -> Iterator[pa.Table]:
+def _run_items(batch: pa.Table, cfg: PipelineConfig, seg_index: int, key: str, journal) -> Iterator[pa.Table]:
     seg, stages, gstage = _stages_for(cfg, seg_index, key)
-    for item in batch.column("item").to_pylist():
+    for entry in batch.column("item").to_pylist():
+        name, item = json.loads(entry)
         if gstage is None:
             stats = curate_task(json.loads(item), cfg, seg, stages)
         else:
             stats = curate_work_file(item, cfg, seg, gstage, stages)
+        if journal is not None:
+            journal.record(f"s{seg_index}", name, stats)
+        for stage in stages:
+            faults.point(stage.name, "map")
         yield pa.table({"stats": [json.dumps(stats)]})
 
 
@@ -86,14 +129,20 @@ def quiet_data_context():
     ctx = ray.data.DataContext.get_current()
     ctx.enable_progress_bars = False  # the runner prints its own funnel line
     ctx.print_on_execution_start = False
+    # groupbys by sort-based shuffle in tasks: the default hash shuffle starts aggregator
+    # actors, about 5 s per groupby even on a few hundred rows here (Ray 2.60)
+    ctx.shuffle_strategy = "sort_shuffle_pull_based"
     return ctx
 
 
-def run_segment(cfg: PipelineConfig, seg_index: int, items: list[str], on_stats: Callable[[dict], None]) -> None:
-    """Run one segment's map work over ``items``; ``on_stats`` gets each item's stats on the driver."""
+def run_segment(cfg: PipelineConfig, seg_index: int, items: list[tuple[str, str]], on_stats: Callable[[dict], None],
+                journal=None) -> None:
+    """Run one segment's map work over ``items`` ((name, read task or part file)); ``on_stats``
+    gets each item's stats on the driver; with a ``journal`` each finished item is recorded."""
     if not items:
         return
-    ds = map_items(items, _run_items, {"cfg": cfg, "seg_index": seg_index, "key": str(hash(repr(cfg.stages)))})
+    ds = map_items([json.dumps(list(i)) for i in items], _run_items,
+                   {"cfg": cfg, "seg_index": seg_index, "key": str(hash(repr(cfg.stages))), "journal": journal})
     for row in ds.iter_rows():
         on_stats(json.loads(row["stats"]))
 
@@ -111,4 +160,7 @@ def map_items(items: list[str], fn: Callable, fn_kwargs: dict):
 def shutdown() -> None:
     import ray
 
+    stop = _WATCH.pop("stop", None)
+    if stop is not None:
+        stop.set()
     ray.shutdown()

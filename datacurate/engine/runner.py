@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import copy
+import fnmatch
 import glob
+import hashlib
 import json
 import os
 import shutil
@@ -10,19 +13,26 @@ import sys
 import time
 from typing import Callable
 
-from datacurate.config import ConfigError, PipelineConfig, check_order, dump_config
+from datacurate.config import ConfigError, PipelineConfig, check_order, dump_config, to_dict
+from datacurate.engine import faults
+from datacurate.engine.journal import Journal
+from datacurate.engine.process import build_stages
 from datacurate.engine.stats import finalize, format_funnel, merge
 from datacurate.io import plan_reads
 from datacurate.schema import INPUT_STAGE
 
-OWNED = ("kept", "rejected", "stats.json", "config.yaml", "_work", "shards")
+OWNED = ("kept", "rejected", "stats.json", "config.yaml", "_work", "report.html")
 
 
 def _owned(cfg: PipelineConfig) -> tuple[str, ...]:
-    """What a run writes under OUT: OWNED, plus train/ and doremi/ when its sections write there."""
+    """What a run writes under OUT: OWNED, the default outputs stages declare
+    (``Stage.default_outputs``), and train/ and doremi/ when its sections write there."""
+    from datacurate.stages import STAGES
+
+    declared = tuple(sorted({n for cls in STAGES.values() for n in getattr(cls, "default_outputs", ())}))
     extra = tuple(name for name, sec in (("doremi", cfg.doremi), ("train", cfg.train))
                   if sec is not None and os.path.abspath(sec.output) == os.path.abspath(os.path.join(cfg.output.path, name)))
-    return OWNED + extra
+    return OWNED + declared + extra
 
 
 def check_model_sections(cfg: PipelineConfig) -> None:
@@ -43,17 +53,79 @@ def check_model_sections(cfg: PipelineConfig) -> None:
             raise ConfigError(f"{name}.data.domain_weights: file not found: {w}")
 
 
-def prepare_output(cfg: PipelineConfig) -> None:
+STAGING = os.path.join("_work", "run")  # under OUT: where an unfinished run writes
+OUTSIDE = "outputs"  # journal key: stage outputs staged outside OUT (see context.StagedOutputs)
+
+
+def check_output(cfg: PipelineConfig) -> None:
+    """OUT is a directory (or absent), and holds no earlier run unless ``overwrite``."""
     out = cfg.output.path
     if os.path.exists(out) and not os.path.isdir(out):
         raise ConfigError(f"output: {out} exists and is not a directory")
-    present = [p for p in _owned(cfg) if os.path.exists(os.path.join(out, p))]
+    present = [p for p in _owned(cfg) if p != "_work" and os.path.exists(os.path.join(out, p))]
     if present and not cfg.output.overwrite:
         raise ConfigError(f"output: {out} already holds a run ({', '.join(present)}); set output.overwrite: true")
-    for p in present:
-        full = os.path.join(out, p)
-        shutil.rmtree(full) if os.path.isdir(full) else os.remove(full)
-    os.makedirs(out, exist_ok=True)
+
+
+def config_sha256(cfg: PipelineConfig) -> str:
+    """Hash of what decides a run's outputs: input, stages, output format, train and
+    doremi sections (not where OUT is, and not the Ray settings)."""
+    d = to_dict(cfg)
+    d.pop("ray", None)
+    d["output"] = {k: v for k, v in d["output"].items() if k not in ("path", "overwrite", "keep_work")}
+    return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _remove(path: str) -> None:
+    if os.path.isdir(path) and not os.path.islink(path):
+        shutil.rmtree(path)
+    elif os.path.lexists(path):
+        os.remove(path)
+
+
+def _discard_unfinished(out: str) -> None:
+    """Before a new run: the staged outputs and work of an unfinished one go."""
+    journal = Journal(os.path.join(out, STAGING, "_work", "journal"))
+    for staged in journal.get("run", OUTSIDE, {}):
+        _remove(staged)
+    _remove(os.path.join(out, "_work"))
+
+
+def _swap(cfg: PipelineConfig, journal: Journal, staging: str) -> None:
+    """Put the staged outputs in place. The earlier run's ``stats.json`` goes first (OUT
+    never looks complete in between), then its outputs, then the new ones move in; each
+    step is recorded, so a crash inside the swap is finished by ``--resume``."""
+    out = cfg.output.path
+    outside = journal.get("run", OUTSIDE, {})
+    state = journal.get("run", "swap", {})
+    if not state.get("cleared"):
+        _remove(os.path.join(out, "stats.json"))
+        for name in (set(_owned(cfg)) | set(os.listdir(staging))) - {"_work"}:
+            _remove(os.path.join(out, name))
+        for staged, info in outside.items():
+            if os.path.isdir(info["final"]):
+                for name in os.listdir(info["final"]):
+                    if any(fnmatch.fnmatch(name, pat) for pat in info["owns"]):
+                        _remove(os.path.join(info["final"], name))
+        journal.record("run", "swap", {"cleared": True})
+    for name in os.listdir(staging):
+        if name != "_work":
+            os.replace(os.path.join(staging, name), os.path.join(out, name))
+    for staged, info in outside.items():
+        if os.path.isdir(staged):
+            os.makedirs(info["final"], exist_ok=True)
+            for name in os.listdir(staged):
+                os.replace(os.path.join(staged, name), os.path.join(info["final"], name))
+            os.rmdir(staged)
+    journal.record("run", "swap", {"cleared": True, "moved": True})
+
+
+def _drop_temporaries(root: str) -> None:
+    """Half-written files a killed task left (``*.tmp<pid>``): never part of the output."""
+    for d, _, files in os.walk(root):
+        for name in files:
+            if ".tmp" in name.rsplit("/", 1)[-1] and not name.endswith((".parquet", ".json", ".npy", ".bin")):
+                os.remove(os.path.join(d, name))
 
 
 class _Progress:
@@ -75,63 +147,155 @@ class _Progress:
                   file=self.stream, flush=True)
 
 
-def run_pipeline(cfg: PipelineConfig, progress: bool | None = None, log: Callable[[str], None] | None = None) -> dict:
-    """Run ``cfg``; return the stats report (also written to OUT/stats.json)."""
-    from datacurate.engine import global_ops, ray_backend
-    from datacurate.engine.process import build_stages, work_dir
+def run_pipeline(cfg: PipelineConfig, progress: bool | None = None, log: Callable[[str], None] | None = None,
+                 resume: bool = False, report: bool = True) -> dict:
+    """Run ``cfg``; return the stats report (also written to OUT/stats.json).
+
+    The run writes into ``OUT/_work/run`` and journals what it finished; only when
+    curation is complete do its outputs replace an earlier run's, and ``stats.json``,
+    written last, marks OUT complete. ``resume`` continues an interrupted run of the same
+    configuration, skipping every task and phase it finished.
+    """
+    from datacurate.stages import GlobalStage
 
     log = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
     t0 = time.perf_counter()
     tasks = plan_reads(cfg.input)  # fails fast on missing or unreadable inputs
     check_order(cfg.stages)
-    build_stages(cfg.stages)  # fails fast on a missing model file before Ray starts
-    for spec in cfg.stages:
-        if spec.name == "decompose":
-            from datacurate.engine.token_ops import check_decompose
-
-            check_decompose(spec, cfg)
+    for i, stage in enumerate(build_stages(cfg.stages)):  # fails fast on a missing model file before Ray starts
+        if isinstance(stage, GlobalStage):
+            stage.preflight(cfg, i)
     check_model_sections(cfg)
-    prepare_output(cfg)
-    with open(os.path.join(cfg.output.path, "config.yaml"), "w") as f:
-        f.write(dump_config(cfg))
+    out = cfg.output.path
+    staging = os.path.join(out, STAGING)
+    journal = Journal(os.path.join(staging, "_work", "journal"))
+    digest = config_sha256(cfg)
+    started = journal.get("run", "config")
+    if resume and started is not None and started["sha256"] != digest:
+        raise ConfigError(f"--resume: the unfinished run in {out} has another configuration (sha256 "
+                          f"{started['sha256'][:12]}, now {digest[:12]}); run without --resume to start over")
+    if resume and started is None:
+        done = _read_stats(out)
+        if done is not None and done.get("config_sha256") == digest:
+            log(f"[datacurate] --resume: {out} holds a complete run of this configuration; nothing to do")
+            return done
+        log(f"[datacurate] --resume: no unfinished run in {out}; starting a new one")
+    fresh = not (resume and started is not None)
+    if fresh:
+        check_output(cfg)
+        _discard_unfinished(out)
+        os.makedirs(staging)
+        journal.record("run", "config", {"sha256": digest})
+        with open(os.path.join(staging, "config.yaml"), "w") as f:
+            f.write(dump_config(cfg))
     show = cfg.ray.progress if progress is None else progress
+    rep = journal.get("run", "curation")
+    if rep is None:
+        rep = _curate(cfg, tasks, journal, staging, show, log, resumed=not fresh)
+        journal.record("run", "curation", rep)
+    elif not fresh:
+        log("[datacurate] resume: curation was complete")
+    if not journal.get("run", "swap", {}).get("moved"):
+        _swap(cfg, journal, staging)
+    if cfg.doremi is not None:
+        rep["doremi"] = run_domain_weights(cfg.doremi, cfg.ray, log if show else None, resume=not fresh)
+    if cfg.train is not None:
+        rep["train"] = run_training(cfg.train, cfg.ray, log if show else None, resume=not fresh)
+    rep["config_sha256"] = digest
+    _write_stats(cfg, rep)  # last: its presence marks a complete run
+    if not cfg.output.keep_work:
+        shutil.rmtree(os.path.join(out, "_work"), ignore_errors=True)
+    if report:
+        _write_report(out, log)
+    return rep
+
+
+def _write_report(out: str, log) -> None:
+    try:
+        from datacurate.report import write_report
+    except ImportError:  # the report module is optional in a trimmed install
+        return
+    try:
+        write_report(out)
+    except Exception as e:  # noqa: BLE001 - a failed report never fails a finished run
+        log(f"[datacurate] warning: report.html not written: {type(e).__name__}: {e}")
+
+
+def _read_stats(out: str) -> dict | None:
+    try:
+        with open(os.path.join(out, "stats.json")) as f:
+            return json.load(f)
+    except (FileNotFoundError, json.JSONDecodeError):
+        return None
+
+
+def _curate(cfg: PipelineConfig, tasks, journal: Journal, staging: str, show: bool, log, resumed: bool) -> dict:
+    """Every segment's map tasks and every global stage, into ``staging``; the report."""
+    from datacurate.engine import ray_backend
+    from datacurate.engine.context import GlobalContext, StagedOutputs
+    from datacurate.engine.process import work_dir
+    from datacurate.stages import STAGES
+
+    t0 = time.perf_counter()
+    run_cfg = copy.deepcopy(cfg)
+    run_cfg.output.path = staging
+    final_out = os.path.abspath(cfg.output.path)
+    outputs = StagedOutputs(journal, staging, final_out)
     if show:
         log(f"[datacurate] {len(tasks)} read tasks over {len({t.path for t in tasks})} files -> {cfg.output.path}")
+    os.environ[faults.DRIVER_ENV] = str(os.getpid())  # for the fault injection of tests (kill-driver)
     started = ray_backend.init_ray(cfg.ray)
     tracker = _Progress(len(tasks), show)
     global_info: dict = {}
+    skipped, total = 0, 0
     try:
-        segments = ray_backend.segments_of(cfg)
-        for seg in segments:
+        for seg in ray_backend.segments_of(run_cfg):
             if seg.global_before is None:
-                items = [json.dumps(t.to_dict()) for t in tasks]
+                items = [(f"t{t.index:06d}", json.dumps(t.to_dict())) for t in tasks]
             else:
-                name = seg.global_before.name
-                if show:
-                    log(f"[datacurate] {name}: global phases")
-                global_info[name] = global_ops.run_global(seg.global_before, cfg, seg.index)
-                items = sorted(glob.glob(os.path.join(work_dir(cfg.output.path, seg.index - 1), "*.parquet")))
+                spec = seg.global_before
+                info = journal.get(f"g{seg.index}", "done")
+                if info is None:
+                    if show:
+                        log(f"[datacurate] {spec.name}: global phases")
+                    t1 = time.perf_counter()
+                    index = next(i for i, s in enumerate(cfg.stages) if s is spec or s == spec)
+                    ctx = GlobalContext(run_cfg, seg.index, spec.name, journal, final_out, outputs,
+                                        run_config=cfg, spec_index=index, log=log if show else None)
+                    metrics = STAGES[spec.name](spec.config).run_global(ctx)
+                    info = {"metrics": metrics, "phase_seconds": time.perf_counter() - t1}
+                    journal.record(f"g{seg.index}", "done", info)
+                    skipped += ctx.skipped
+                    total += ctx.skipped
+                else:
+                    skipped += 1
+                    total += 1
+                global_info[spec.name] = info
+                files = sorted(glob.glob(os.path.join(work_dir(staging, seg.index - 1), "*.parquet")))
+                items = [(os.path.basename(p), p) for p in files]
                 tracker.n_tasks += len(items)
-            ray_backend.run_segment(cfg, seg.index, items, tracker)
+            done = journal.entries(f"s{seg.index}")
+            todo = [(k, v) for k, v in items if k not in done]
+            for k, _ in items:
+                if k in done:
+                    tracker(done[k])
+            skipped += len(items) - len(todo)
+            total += len(items)
+            ray_backend.run_segment(run_cfg, seg.index, todo, tracker, journal)
     finally:
         if started:
             ray_backend.shutdown()
-    if not cfg.output.keep_work:
-        shutil.rmtree(os.path.join(cfg.output.path, "_work"), ignore_errors=True)
+    if resumed:
+        log(f"[datacurate] resume: skipped {skipped} of {total} tasks and phases the interrupted run had done")
+    _drop_temporaries(staging)
     for name, info in global_info.items():
         st = tracker.stats.setdefault("stages", {}).setdefault(name, {"in": 0, "kept": 0, "rejected": {}, "seconds": 0.0})
         st["seconds"] = st.get("seconds", 0.0) + info["phase_seconds"]
         merge(st.setdefault("metrics", {}), info["metrics"])
-    report = finalize(tracker.stats, [INPUT_STAGE] + [s.name for s in cfg.stages], time.perf_counter() - t0)
-    if not report["totals"]["accounted"]:
-        _write_stats(cfg, report)
-        raise RuntimeError(f"accounting mismatch: {report['totals']}")
-    if cfg.doremi is not None:
-        report["doremi"] = run_domain_weights(cfg.doremi, cfg.ray, log if show else None)
-    if cfg.train is not None:
-        report["train"] = run_training(cfg.train, cfg.ray, log if show else None)
-    _write_stats(cfg, report)  # last: its presence marks a complete run
-    return report
+    rep = finalize(tracker.stats, [INPUT_STAGE] + [s.name for s in cfg.stages], time.perf_counter() - t0)
+    if not rep["totals"]["accounted"]:
+        raise RuntimeError(f"accounting mismatch: {rep['totals']}")
+    return rep
 
 
 def _write_stats(cfg: PipelineConfig, report: dict) -> None:
@@ -141,7 +305,7 @@ def _write_stats(cfg: PipelineConfig, report: dict) -> None:
     os.replace(tmp, os.path.join(cfg.output.path, "stats.json"))
 
 
-def run_domain_weights(dc, ray_cfg, log=None) -> dict:
+def run_domain_weights(dc, ray_cfg, log=None, resume: bool = False) -> dict:
     """The pipeline's ``doremi:`` section: DoReMi's weights for the train: section."""
     from datacurate.train.doremi import run_doremi
 
@@ -149,22 +313,23 @@ def run_domain_weights(dc, ray_cfg, log=None) -> dict:
     if dc.workers > 1:
         from datacurate.engine.train_ray import run_train
 
-        return run_doremi(dc, lambda c, r, o: run_train(c, resume=r, ray_cfg=ray_cfg, objective=o), log=quiet)
+        return run_doremi(dc, lambda c, r, o: run_train(c, resume=r, ray_cfg=ray_cfg, objective=o), resume=resume,
+                          log=quiet)
     from datacurate.train.loop import train
 
-    return run_doremi(dc, lambda c, r, o: train(c, resume=r, objective=o, log=quiet), log=quiet)
+    return run_doremi(dc, lambda c, r, o: train(c, resume=r, objective=o, log=quiet), resume=resume, log=quiet)
 
 
-def run_training(tc, ray_cfg, log=None) -> dict:
+def run_training(tc, ray_cfg, log=None, resume: bool = False) -> dict:
     """The pipeline's ``train:`` section on its shards: in this process, or on Ray Train
     with ``workers > 1``."""
     if tc.workers > 1:
         from datacurate.engine.train_ray import run_train
 
-        return run_train(tc, ray_cfg=ray_cfg)
+        return run_train(tc, resume=resume, ray_cfg=ray_cfg)
     from datacurate.train.loop import train
 
-    return train(tc, log=log or (lambda m: None))
+    return train(tc, resume=resume, log=log or (lambda m: None))
 
 
 __all__ = ["run_pipeline", "format_funnel"]

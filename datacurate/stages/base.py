@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from datacurate.config import coerce
+from datacurate.coerce import coerce
 from datacurate.schema import REJECT_REASON
 
 
@@ -94,15 +94,26 @@ def value_counts(values: pa.Array | pa.ChunkedArray, strip_detail: bool = False)
 class GlobalStage(Stage):
     """A stage whose decision needs the whole corpus (dedup, resampling).
 
-    The engine runs it in explicit phases over the kept rows of the stages before it:
-    plain functions of the stage's module compute keys per batch, the engine runs the
-    all-to-all steps on Ray and writes a *decisions* table (``_ord``, ``reject_reason``
-    and the stage's annotation columns, one row per affected document), then every
-    batch gets its decisions through :meth:`apply`. Called directly on one table
+    The stage declares its distributed phases in :meth:`run_global`, over the kept rows
+    of the stages before it: plain functions of the stage's module, run by the engine's
+    primitives (per-file tasks, groupbys, joins, sorts, actors), write a *decisions*
+    table (``_ord``, ``reject_reason`` and the stage's annotation columns, one row per
+    affected document) per part file; then every batch gets its decisions through
+    :meth:`apply`. Adding a global stage is its module plus one line in the registry. Called directly on one table
     (``stage(table)``) a global stage runs all its phases in-process on that table.
     """
 
     is_global: ClassVar[bool] = True
+
+    def preflight(self, cfg, index: int) -> None:
+        """Checks before any work starts (``cfg``: the pipeline, this stage is
+        ``cfg.stages[index]``); raise a one-line ConfigError."""
+
+    def run_global(self, ctx) -> dict:
+        """All phases over the whole corpus through the engine's primitives (``ctx``: a
+        :class:`datacurate.engine.context.GlobalContext`): write one decisions table per
+        part file (``ctx.decisions_path``); return the stage's metrics for stats.json."""
+        raise NotImplementedError
 
     def decide_local(self, table: pa.Table) -> pa.Table:
         """All phases in one process over ``table`` -> decisions table."""

@@ -208,11 +208,37 @@ def finish(out_dir: str, cfg: DecomposeConfig, info, counts: dict, mix: dict, so
             "files_per_bucket": {k: len(b["files"]) for k, b in man["buckets"].items()}}
 
 
+def _phase_count(path: str, cfg: DecomposeConfig, dec_dir: str, compression: str) -> dict:
+    import os
+
+    import pyarrow.parquet as pq
+
+    from datacurate.io import write_atomic
+
+    counts, decisions = count_part(pq.read_table(path, columns=[ORD, DOMAIN, N_TOKENS]), cfg)
+    if decisions.num_rows:
+        write_atomic(decisions, os.path.join(dec_dir, os.path.basename(path)), compression)
+    return counts
+
+
+def _phase_write(path: str, cfg: DecomposeConfig, out_dir: str, rates: dict, domain_ids: dict, dtype: str) -> dict:
+    import os
+
+    import pyarrow.parquet as pq
+
+    part = os.path.basename(path).removeprefix("part-").removesuffix(".parquet")
+    table = pq.read_table(path, columns=[ID, DOMAIN, N_TOKENS, TOKENS])
+    pieces, written = write_part(table, cfg, part, out_dir, rates, domain_ids, np.dtype(dtype))
+    return {"pieces": pieces, "written": written}
+
+
 class Decompose(GlobalStage):
     name = "decompose"
     Config = DecomposeConfig
     columns: dict = {}
     requires = ("tokenize",)
+    writes_shards = True  # a train: section reads its output by default
+    default_outputs = ("shards",)  # under OUT, replaced by each run
 
     def __init__(self, config=None, **params):
         super().__init__(config, **params)
@@ -222,6 +248,57 @@ class Decompose(GlobalStage):
         from datacurate.tokenizer import load_tokenizer
 
         return load_tokenizer(path or self.config.tokenizer)[1]
+
+    def tokenizer_for(self, before: list):
+        """The tokenizer of the shards: that of the last stage before this one that makes
+        tokens, else the ``tokenizer`` key (a different one is a one-line error)."""
+        from datacurate.coerce import ConfigError
+        from datacurate.stages import STAGES
+
+        src = next((s for s in reversed(before) if getattr(STAGES[s.name], "makes_tokens", False)), None)
+        if src is None:
+            return self.tokenizer_info()
+        info = STAGES[src.name].tokenizer_of(src.config)
+        if self.config.tokenizer and self.tokenizer_info().sha256 != info.sha256:
+            raise ConfigError(f"decompose.tokenizer ({self.config.tokenizer}) is not the tokenizer the {src.name} "
+                              "stage uses; leave it null")
+        return info
+
+    def output_dir(self, out: str) -> str:
+        import os
+
+        return os.path.abspath(self.config.output or os.path.join(out, "shards"))
+
+    def preflight(self, cfg, index: int) -> None:
+        self.tokenizer_for(cfg.stages[:index])
+        shards.check_dir(self.output_dir(cfg.output.path), cfg.output.overwrite)
+
+    def run_global(self, ctx) -> dict:
+        """Phases 1 and 3 as one task per part file, 2 and 4 on the driver; the shard set
+        replaces an earlier one only when the run completes."""
+        from datacurate.engine.stats import merge
+
+        c = self.config
+        info = self.tokenizer_for(ctx.run_config.stages[:ctx.spec_index])
+        final = self.output_dir(ctx.final_out)
+        out_dir = ctx.stage_output(final, owns=(shards.MANIFEST, "tokenizer.json", "len*"))
+        counts: dict = {}
+        for part_counts in ctx.map_files("count", _phase_count, cfg=c, dec_dir=ctx.decisions_dir,
+                                         compression=ctx.compression):
+            merge(counts, part_counts)
+        if len(counts) > np.iinfo(shards.DOMAIN_DTYPE).max + 1:
+            raise ValueError(f"decompose: {len(counts)} domains do not fit uint16 domain ids")
+        mix = mixture.plan({d: n["tokens_in_buckets"] for d, n in counts.items()}, self.weights, c.total_tokens)
+        rates = {d: m["rate"] for d, m in mix["domains"].items()}
+        domain_ids = {d: i for i, d in enumerate(sorted(counts))}
+        shards.prepare_dir(out_dir, overwrite=True)  # pieces are compacted away: a resumed run writes them again
+        pieces, written = [], {}
+        for res in ctx.map_files("write", _phase_write, journal=False, cfg=c, out_dir=out_dir, rates=rates,
+                                 domain_ids=domain_ids, dtype=info.dtype.name):
+            pieces += res["pieces"]
+            merge(written, res["written"])
+        run = {"output": ctx.final_out, "config": ctx.run_config_dict}
+        return {**finish(out_dir, c, info, counts, mix, self.source, pieces, written, run), "shards": final}
 
     def decide_local(self, table: pa.Table) -> pa.Table:
         """All four phases in this process over ``table``; shards go to ``output``."""

@@ -219,8 +219,72 @@ def decisions(status: pa.Table, cfg: ExactDedupConfig) -> pa.Table:
     })
 
 
+class FilterShard:
+    """One slice of the filter, held by a long-lived worker (an actor) for a whole run.
+
+    A task the engine runs again (its worker died after the filter answered, or Ray
+    rebuilt a lost output) asks again with the same ``key`` and the same keys: it gets
+    the first answer back, not "all duplicates" from a filter that already holds them.
+    """
+
+    def __init__(self, bits: int, k: int, load: str | None, shard: int, n: int):
+        self.filter = ShardFilter(bits, k, load_shard(load, shard, n))
+        self.answers: dict = {}
+
+    @staticmethod
+    def _fingerprint(hi: np.ndarray, lo: np.ndarray) -> tuple:
+        with np.errstate(over="ignore"):
+            return len(hi), int(np.sum(hi * np.uint64(0x9E3779B97F4A7C15) + lo, dtype=np.uint64))
+
+    def check_add(self, key: str, hi: np.ndarray, lo: np.ndarray, chunk: int) -> np.ndarray:
+        fp = self._fingerprint(hi, lo)
+        if key in self.answers:
+            seen, status = self.answers[key]
+            if seen != fp:
+                raise RuntimeError(f"exact_dedup: task {key} asked again with other keys")
+            return status
+        status = self.filter.check_add(hi, lo, chunk)
+        self.answers[key] = (fp, status)
+        return status
+
+    def save(self, path: str) -> float:
+        merged = self.filter.merged()
+        merged.save(path)
+        return merged.fill_ratio()
+
+
+def _phase_keys(batch: pa.Table, cfg: ExactDedupConfig) -> pa.Table:
+    from datacurate.engine.context import WPART
+
+    k = keys(batch, cfg)
+    pos = pc.index_in(k[ORD], value_set=batch[ORD])
+    return k.append_column(WPART, pc.take(batch[WPART], pos))
+
+
+def _phase_decide(group: pa.Table, actors, chunk: int) -> pa.Table:
+    from datacurate.engine.context import WPART
+
+    shard = group["shard"][0].as_py()
+    group = group.take(survivor_order(group))
+    status = actors[shard].call("check_add", f"shard-{shard}", group["hi"].to_numpy(), group["lo"].to_numpy(), chunk)
+    return pa.table({ORD: group[ORD], "para": group["para"], "nchars": group["nchars"],
+                     "status": pa.array(status, pa.int8()), WPART: group[WPART]})
+
+
+def _phase_write(group: pa.Table, cfg: ExactDedupConfig, out_dir: str, compression: str) -> pa.Table:
+    from datacurate.engine.context import WPART
+    from datacurate.io import write_atomic
+
+    name = group[WPART][0].as_py()
+    dec = decisions(group.drop_columns([WPART]), cfg)
+    if dec.num_rows:
+        write_atomic(dec, os.path.join(out_dir, name), compression)
+    return pa.table({"n": [dec.num_rows]})
+
+
 class ExactDedup(GlobalStage):
     name = "exact_dedup"
+    default_outputs = ("exact_dedup_filter",)  # under OUT, replaced by each run
     Config = ExactDedupConfig
     columns = {"paragraphs_removed": pa.int32()}
 
@@ -245,6 +309,36 @@ class ExactDedup(GlobalStage):
             return decisions(pa.table({ORD: pa.array([], pa.int64()), "para": pa.array([], pa.int32()),
                                        "nchars": pa.array([], pa.int64()), "status": pa.array([], pa.int8())}), self.config)
         return decisions(pa.concat_tables(parts), self.config)
+
+    def run_global(self, ctx) -> dict:
+        """Distributed: keys per batch -> one task per filter slice, feeding its actor in
+        survivor order -> decisions per part file. The filter is saved with the run."""
+        c = self.config
+        bits, k = self.filter_size()
+        metrics = {"filter_bits": bits * c.num_shards, "filter_mb": round(bits * c.num_shards / 8 / 2**20, 2),
+                   "hash_functions": k, "num_shards": c.num_shards, "expected_items": c.expected_items,
+                   "target_false_positive_rate": c.false_positive_rate}
+        if not ctx.files:
+            return metrics
+        from datacurate.engine.context import WPART
+
+        actors = ctx.actors(FilterShard, [(bits, k, c.load_filter, s, c.num_shards) for s in range(c.num_shards)])
+        cols = [ORD, TEXT] + ([c.priority_column] if c.priority_column else [])
+        status = (ctx.read(ctx.files, cols).map("keys", _phase_keys, cfg=c)
+                  .groupby("decide", "shard", c.num_shards, _phase_decide, concurrency=c.num_shards,
+                           actors=actors, chunk=c.chunk))
+        written = status.groupby("write", WPART, max(1, min(len(ctx.files), 32)), _phase_write, cfg=c,
+                                 out_dir=ctx.decisions_dir, compression=ctx.compression)
+        metrics["documents_with_repeats"] = int(sum(r["n"] for r in written.rows()))
+        final = c.save_filter or os.path.join(ctx.final_out, "exact_dedup_filter")
+        save = ctx.stage_output(final)
+        fills = [a.call("save", os.path.join(save, f"shard-{s:04d}")) for s, a in enumerate(actors)]
+        save_meta(save, c, bits, k)
+        ctx.release(actors)
+        fill = sum(fills) / len(fills)
+        metrics.update({"filter_saved_to": os.path.abspath(final), "fill_ratio": round(fill, 6),
+                        "estimated_false_positive_rate": fill ** k})
+        return metrics
 
     def apply(self, table: pa.Table, dec: pa.Table):
         cols, reasons = super().apply(table, dec)

@@ -304,13 +304,16 @@ class NearDedup(GlobalStage):
 
     Rejected documents get ``near_dedup/dup_of:<survivor id>``; every clustered document
     gets ``cluster_id`` (the survivor's id) and ``cluster_size``. The engine runs the
-    phases distributed (see ``datacurate.engine.global_ops``); ``stage(table)`` runs
+    phases distributed (:func:`run_distributed`); ``stage(table)`` runs
     :func:`clusters` on one table in-process.
     """
 
     name = "near_dedup"
     Config = NearDedupConfig
     columns = {"cluster_id": pa.string(), "cluster_size": pa.int32()}
+
+    def run_global(self, ctx) -> dict:
+        return run_distributed(self.config, ctx)
 
     def decide_local(self, table: pa.Table) -> pa.Table:
         cfg = self.config
@@ -327,3 +330,190 @@ class NearDedup(GlobalStage):
                             pc.binary_join_element_wise("near_dedup/dup_of:", surv_id, ""))
         return pa.table({ORD: table.column(ORD).take(pa.array(member)), REJECT_REASON: reason,
                          "cluster_id": surv_id, "cluster_size": pa.array(size[member], pa.int32())})
+
+
+# ----------------------------------------------------------------------------- distributed
+# signatures (per part file, saved) -> band rows -> buckets (groupby) -> candidate pairs ->
+# verify (join with signatures) -> connected components (one task, or large-star /
+# small-star rounds as groupbys) -> survivors (groupby cluster) -> decisions (groupby part)
+
+def _sig_matrix(col) -> np.ndarray:
+    arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    return np.asarray(arr.flatten(), dtype=np.uint32).reshape(-1, arr.type.list_size)
+
+
+def _phase_signatures(path: str, cfg: NearDedupConfig, out_dir: str) -> dict:
+    """One part file -> its signatures, saved under the part's name (``_ord``, ``id``,
+    ``prio``, ``empty``, ``sig``)."""
+    import os
+
+    import pyarrow.parquet as pq
+
+    from datacurate.io import write_atomic
+
+    cols = [ORD, TEXT, ID] + ([cfg.priority_column] if cfg.priority == "column" else [])
+    table = pq.read_table(path, columns=cols)
+    texts = table[TEXT].combine_chunks()
+    sigs = signatures(texts, cfg.num_perm, cfg.ngram, cfg.seed)
+    if cfg.priority == "longest":
+        prio = np.asarray(pc.utf8_length(texts), dtype=np.float64)
+    elif cfg.priority == "column":
+        prio = np.asarray(pc.fill_null(table[cfg.priority_column].cast(pa.float64()), -np.inf))
+    else:
+        prio = np.zeros(table.num_rows)
+    empty = (sigs == 0xFFFFFFFF).all(axis=1)  # no words: never a near duplicate
+    write_atomic(pa.table({
+        ORD: table[ORD], "id": table[ID], "prio": prio, "empty": empty,
+        "sig": pa.FixedSizeListArray.from_arrays(pa.array(sigs.ravel(), pa.uint32()), cfg.num_perm),
+    }), os.path.join(out_dir, os.path.basename(path)))
+    return {"rows": table.num_rows}
+
+
+def _phase_bands(batch: pa.Table, bands: int, rows: int, parts: int) -> pa.Table:
+    keep = ~batch["empty"].to_numpy(zero_copy_only=False)
+    keys = band_keys(_sig_matrix(batch["sig"])[keep], bands, rows).ravel()  # (N * bands,)
+    return pa.table({"key": keys, "node": np.repeat(batch[ORD].to_numpy()[keep], bands),
+                     "p": (keys % np.uint64(parts)).astype(np.int32)})
+
+
+def _phase_edges(group: pa.Table) -> pa.Table:
+    u, v = bucket_edges(group["key"].to_numpy(), group["node"].to_numpy())
+    return pa.table({"u": pa.array(u, pa.int64()), "v": pa.array(v, pa.int64())})
+
+
+def _phase_verify(batch: pa.Table, threshold: float) -> pa.Table:
+    keep = pa.array(estimated_jaccard(_sig_matrix(batch["sig_u"]), _sig_matrix(batch["sig_v"])) >= threshold)
+    return pa.table({"u": batch["u"].filter(keep), "v": batch["v"].filter(keep)})
+
+
+def _phase_star_map(batch: pa.Table, kind: str, parts: int) -> pa.Table:
+    a, b = star_map(batch["u"].to_numpy(), batch["v"].to_numpy(), kind)
+    return pa.table({"a": a, "b": b, "p": (a % parts).astype(np.int32)})
+
+
+def _phase_star(group: pa.Table, kind: str) -> pa.Table:
+    # (a = key node, b = neighbour): every pair of each key node of this partition
+    u, v = star_step(group["a"].to_numpy(), group["b"].to_numpy(), kind)
+    return pa.table({"u": np.asarray(u, np.int64), "v": np.asarray(v, np.int64)})
+
+
+def _phase_checksum(batch: pa.Table) -> pa.Table:
+    u = np.minimum(batch["u"].to_numpy(), batch["v"].to_numpy()).astype(np.uint64)
+    v = np.maximum(batch["u"].to_numpy(), batch["v"].to_numpy()).astype(np.uint64)
+    with np.errstate(over="ignore"):
+        s = int(np.sum(mix(u, v), dtype=np.uint64))
+    return pa.table({"s": pa.array([s], pa.uint64()), "n": [len(u)]})
+
+
+def _fold(edges) -> tuple[int, int]:
+    """An order-free checksum of an edge set: the star rounds stop when it repeats."""
+    total, n = 0, 0
+    for r in edges.map("checksum", _phase_checksum, whole=True).rows():
+        total = (total + r["s"]) % (1 << 64)
+        n += r["n"]
+    return total, n
+
+
+def _phase_local_components(batch: pa.Table) -> pa.Table:
+    nodes, roots = components(batch["u"].to_numpy(), batch["v"].to_numpy())
+    star = nodes != roots
+    return pa.table({"u": pa.array(roots[star], pa.int64()), "v": pa.array(nodes[star], pa.int64())})
+
+
+def _phase_members(batch: pa.Table) -> pa.Table:
+    u, v = batch["u"].to_numpy(), batch["v"].to_numpy()
+    lo, hi = np.minimum(u, v), np.maximum(u, v)
+    return pa.table({"node": np.concatenate([hi, lo]), "root": np.concatenate([lo, lo])})
+
+
+def _phase_root_partition(batch: pa.Table, parts: int) -> pa.Table:
+    return batch.append_column("p", pa.array((batch["root"].to_numpy() % parts).astype(np.int32)))
+
+
+def _phase_survivors(group: pa.Table) -> pa.Table:
+    from datacurate.engine.context import WPART
+
+    # rows: node, root, prio, id, wpart of the cluster members in this partition (roots repeat)
+    _, first = np.unique(group["node"].to_numpy(), return_index=True)
+    group = group.take(pa.array(np.sort(first)))
+    root, node, prio = group["root"].to_numpy(), group["node"].to_numpy(), group["prio"].to_numpy()
+    order = np.lexsort((node, -prio, root))  # per cluster: highest priority, then first in input
+    root, node = root[order], node[order]
+    ids = group["id"].take(pa.array(order))
+    wpart = group[WPART].take(pa.array(order))
+    head = np.concatenate([[True], root[1:] != root[:-1]])
+    seg = np.cumsum(head) - 1
+    surv_id = ids.take(pa.array(np.flatnonzero(head)[seg]))
+    reason = pc.binary_join_element_wise(pa.scalar("near_dedup/dup_of:"), surv_id.cast(pa.string()), "")
+    reason = pc.if_else(pa.array(head), pa.scalar(None, pa.string()), reason)
+    return pa.table({ORD: pa.array(node, pa.int64()), REJECT_REASON: reason,
+                     "cluster_id": surv_id.cast(pa.string()), "cluster_size": pa.array(np.bincount(seg)[seg], pa.int32()),
+                     WPART: wpart})
+
+
+def _phase_write(group: pa.Table, out_dir: str, compression: str) -> pa.Table:
+    import os
+
+    from datacurate.engine.context import WPART
+    from datacurate.io import write_atomic
+
+    name = group[WPART][0].as_py()
+    write_atomic(group.drop_columns([WPART]), os.path.join(out_dir, name), compression)
+    return pa.table({"n": [group.num_rows], "rejected": [group[REJECT_REASON].null_count]})
+
+
+def run_distributed(c: NearDedupConfig, ctx) -> dict:
+    """The phases above through the engine's primitives (``ctx``, see
+    :mod:`datacurate.engine.context`); decisions per part file; returns the metrics."""
+    import os
+
+    from datacurate.engine.context import WPART
+
+    bands, rows = c.banding()
+    parts = c.num_partitions
+    verify_thr = c.verify_cutoff()
+    metrics = {"bands": bands, "rows": rows, "num_perm": c.num_perm, "ngram": c.ngram, "threshold": c.threshold,
+               "verify": c.verify, "verify_cutoff": round(verify_thr, 4),
+               "candidate_prob_at_threshold": round(float(s_curve(c.threshold, bands, rows)), 4)}
+    if not ctx.files:
+        return metrics
+    sig_dir = ctx.scratch("near")
+    ctx.map_files("signatures", _phase_signatures, cfg=c, out_dir=sig_dir)
+    sigs = ctx.read([os.path.join(sig_dir, os.path.basename(f)) for f in ctx.files],
+                    [ORD, "id", "prio", "empty", "sig"])
+    edges = (sigs.map("bands", _phase_bands, bands=bands, rows=rows, parts=parts)
+             .groupby("edges", "p", parts, _phase_edges).materialize())
+    metrics["candidate_pairs"] = edges.count()
+    if metrics["candidate_pairs"] and c.verify == "signature":
+        sig_only = sigs.select([ORD, "sig"])
+        edges = (edges.join(sig_only.rename({ORD: "u", "sig": "sig_u"}), "u", parts)
+                 .join(sig_only.rename({ORD: "v", "sig": "sig_v"}), "v", parts)
+                 .map("verify", _phase_verify, threshold=verify_thr).materialize())
+    metrics["verified_pairs"] = edges.count()
+    rounds = 0
+    if metrics["verified_pairs"] and metrics["verified_pairs"] <= c.max_local_edges:
+        # small graph: one task (not the driver) runs union-find and emits (root, member) stars
+        edges = edges.single("components", _phase_local_components).materialize()
+    elif metrics["verified_pairs"]:
+        prev = _fold(edges)
+        while True:
+            rounds += 1
+            for kind in ("large", "small"):
+                edges = (edges.map("star_map", _phase_star_map, kind=kind, parts=parts)
+                         .groupby("star", "p", parts, _phase_star, kind=kind).materialize())
+            cur = _fold(edges)
+            if cur == prev or rounds >= 64:
+                break
+            prev = cur
+    if metrics["verified_pairs"]:
+        # stars: each edge joins a member to its component's minimum (the root)
+        attrs = sigs.select([ORD, "prio", "id", WPART]).rename({ORD: "node"})
+        clustered = (edges.map("members", _phase_members).join(attrs, "node", parts)
+                     .map("root_partition", _phase_root_partition, parts=parts))
+        res = (clustered.groupby("survivors", "p", parts, _phase_survivors)
+               .groupby("write", WPART, max(1, min(len(ctx.files), 32)), _phase_write,
+                        out_dir=ctx.decisions_dir, compression=ctx.compression).rows())
+        metrics["clustered_documents"] = int(sum(r["n"] for r in res))
+        metrics["duplicates"] = int(sum(r["n"] - r["rejected"] for r in res))
+    metrics["component_rounds"] = rounds  # 0: components found in one task
+    return metrics

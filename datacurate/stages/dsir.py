@@ -14,7 +14,7 @@ Where this differs from the reference code (``data-selection`` on PyPI):
 
 * never all weights in one process: each partition keeps its own top-k candidates, a
   distributed sort finds the global k-th key, and each partition then decides its own
-  rows against that one threshold (``datacurate.engine.dsir_ops``);
+  rows against that one threshold (:func:`run_distributed`);
 * seeded: a unit's Gumbel noise is a hash of (``seed``, its input position), so the
   same seed selects the same documents on any number of workers;
 * short documents are not dropped silently: below ``min_length`` tokens a document is
@@ -284,6 +284,9 @@ class Dsir(GlobalStage):
                                   domain_counts(table, units, chosen))
         return decisions(cfg, table, units, logw, eligible, chosen)
 
+    def run_global(self, ctx) -> dict:
+        return run_distributed(self.config, ctx)
+
     def apply(self, table: pa.Table, dec: pa.Table):
         cols, reasons = super().apply(table, dec)
         if self.config.chunk_words and TEXT in dec.column_names:
@@ -291,3 +294,178 @@ class Dsir(GlobalStage):
             new = pc.take(dec.column(TEXT), pos)
             cols[TEXT] = pc.if_else(pc.is_valid(new), new, table.column(TEXT).combine_chunks().cast(pa.large_string()))
         return cols, reasons
+
+
+# ----------------------------------------------------------------------------- distributed
+# 1. fit: one task per part file (and per target read task) saves its hashed n-gram
+#    counts; the driver adds the (num_buckets,) vectors.
+# 2. weigh: one task per part computes log weights and sampling keys, saves them beside
+#    the part with its own top-k candidates (key, position).
+# 3. k-th key: a distributed sort of the candidates cut at k; the driver streams it and
+#    keeps one row, the k-th.
+# 4. decide: one task per part selects its units against that one threshold and writes
+#    its decisions, and the n-gram counts of its selected and randomly selected units
+#    for the KL report.
+# No process holds more than one part's weights plus the (num_buckets,) vectors.
+
+def _part(path: str, c: DsirConfig) -> tuple[pa.Table, Units]:
+    import pyarrow.parquet as pq
+
+    names = pq.read_schema(path).names
+    table = pq.read_table(path, columns=[n for n in (ORD, TEXT, DOMAIN) if n in names])
+    return table, units_of(table, c.chunk_words)
+
+
+def _save(vec: np.ndarray, path: str) -> str:
+    import os
+
+    tmp = f"{path}.tmp{os.getpid()}.npy"
+    np.save(tmp, vec)
+    os.replace(tmp, path)
+    return path
+
+
+def _load(path: str) -> np.ndarray:
+    return np.load(path)
+
+
+def _scratch_name(d: str, path: str, what: str) -> str:
+    import os
+
+    return os.path.join(d, os.path.basename(path).removesuffix(".parquet") + f".{what}.npy")
+
+
+def _phase_fit(path: str, c: DsirConfig, d: str) -> dict:
+    table, units = _part(path, c)
+    feats = featurize(c, units, raw_fit_mask(c, units))
+    eligible = feats.n_tokens >= max(c.min_length, 1)
+    out = {"raw": _save(feats.counts(c.num_buckets), _scratch_name(d, path, "raw")),
+           "units": len(units.parent), "eligible": int(eligible.sum()),
+           "pool": domain_counts(table, units, eligible)}
+    if c.target.domains:
+        full = featurize(c, units) if c.raw_fit_fraction < 1 else feats
+        in_tgt = np.asarray(pc.is_in(table[DOMAIN], pa.array(c.target.domains)).fill_null(False))
+        out["tgt"] = _save(full.counts(c.num_buckets, in_tgt[units.parent]), _scratch_name(d, path, "tgt"))
+    return out
+
+
+def _phase_fit_target(task: str, c: DsirConfig, d: str) -> dict:
+    import json
+    import os
+
+    from datacurate.io import read_texts
+
+    counters: dict = {}
+    total, docs = np.zeros(c.num_buckets, np.int64), 0
+    t = json.loads(task)
+    for texts in read_texts(target_input(c.target), [t], counters):
+        total += wp.features(texts, c.num_buckets, c.ngrams).counts(c.num_buckets)
+        docs += len(texts)
+    path = _save(total, os.path.join(d, f"target-{t['index']:06d}.npy"))
+    return {"tgt": path, "docs": docs, "rejected": counters.get("rejected", 0)}
+
+
+def _phase_weigh(path: str, c: DsirConfig, lr_path: str, k: int, d: str) -> dict:
+    """Weights and keys of one part, saved; its own top-k candidates, saved."""
+    import os
+
+    from datacurate.io import write_atomic
+
+    _, units = _part(path, c)
+    feats = featurize(c, units)
+    logw = feats.per_doc(_load(lr_path))
+    keys = sample_keys(c, logw, feats.n_tokens >= max(c.min_length, 1), units)
+    base = os.path.join(d, os.path.basename(path))
+    write_atomic(pa.table({"logw": logw, "key": keys}), base.removesuffix(".parquet") + ".weights.parquet")
+    top = top_k(keys, units.ords, units.chunk, k)
+    cands = base.removesuffix(".parquet") + ".candidates.parquet"
+    write_atomic(pa.table({"key": pa.array(keys[top], pa.float64()), "ord": pa.array(units.ords[top], pa.int64()),
+                           "chunk": pa.array(units.chunk[top], pa.int32())}), cands)
+    return {"candidates": cands}
+
+
+def _phase_decide(path: str, c: DsirConfig, thr: list, rate: float, d: str, out_dir: str, compression: str) -> dict:
+    import os
+
+    import pyarrow.parquet as pq
+
+    from datacurate.io import write_atomic
+
+    table, units = _part(path, c)
+    w = pq.read_table(os.path.join(d, os.path.basename(path)).removesuffix(".parquet") + ".weights.parquet")
+    keys, logw = w["key"].to_numpy(), w["logw"].to_numpy()
+    eligible = np.isfinite(keys)
+    chosen = selected(keys, units.ords, units.chunk, tuple(thr))
+    rand = eligible & (uniform(c.seed, units.ords, units.chunk, salt=1) < rate)
+    feats = featurize(c, units, chosen | rand)
+    write_atomic(decisions(c, table, units, logw, eligible, chosen), os.path.join(out_dir, os.path.basename(path)),
+                 compression)
+    return {"sel": _save(feats.counts(c.num_buckets, chosen), _scratch_name(d, path, "sel")),
+            "rand": _save(feats.counts(c.num_buckets, rand), _scratch_name(d, path, "rand")),
+            "n": int(chosen.sum()), "chosen": domain_counts(table, units, chosen)}
+
+
+def _kth(cands, k: int) -> tuple:
+    """The k-th candidate in the global order, by a distributed sort streamed past the driver."""
+    if k == 0:
+        return (np.inf, 0, 0)  # no unit comes before it: none is selected
+    last, seen = None, 0
+    for b in cands.sorted_head(["key", "ord", "chunk"], [True, False, False], k):
+        if b.num_rows:
+            seen += b.num_rows
+            last = (b["key"][-1].as_py(), b["ord"][-1].as_py(), b["chunk"][-1].as_py())
+    if seen != k:
+        raise RuntimeError(f"dsir: {seen} candidates for k = {k}")
+    return last
+
+
+def _total(paths, size: int) -> np.ndarray:
+    total = np.zeros(size, np.int64)
+    for p in paths:
+        total += _load(p)
+    return total
+
+
+def _merged(dicts) -> dict:
+    out: dict = {}
+    for d in dicts:
+        for name, n in d.items():
+            out[name] = out.get(name, 0) + n
+    return out
+
+
+def run_distributed(c: DsirConfig, ctx) -> dict:
+    """The four phases through the engine's primitives (``ctx``, see
+    :mod:`datacurate.engine.context`); returns the metrics."""
+    import json
+    import os
+
+    if not ctx.files:
+        return {"selected": 0}
+    d = ctx.scratch("dsir")
+    fit = ctx.map_files("fit", _phase_fit, c=c, d=d)
+    raw = _total([r["raw"] for r in fit], c.num_buckets)
+    eligible = sum(r["eligible"] for r in fit)
+    metrics = {"units": sum(r["units"] for r in fit), "eligible": eligible}
+    if c.target.domains:
+        tgt = _total([r["tgt"] for r in fit], c.num_buckets)
+    else:
+        from datacurate.io import plan_reads
+
+        tasks = [t.to_dict() for t in plan_reads(target_input(c.target))]
+        rows = ctx.map_files("fit_target", _phase_fit_target, files=[json.dumps(t) for t in tasks],
+                             keys=[f"target-{t['index']:06d}" for t in tasks], c=c, d=d)
+        tgt = _total([r["tgt"] for r in rows], c.num_buckets)
+        metrics.update(target_docs=sum(r["docs"] for r in rows), target_rejected=sum(r["rejected"] for r in rows))
+    lr_path = _save(log_ratio(tgt, raw, c.laplace), os.path.join(d, "log_ratio.npy"))
+    k = how_many(c.num_to_sample, eligible)
+    cands = ctx.map_files("weigh", _phase_weigh, c=c, lr_path=lr_path, k=k, d=d)
+    thr = _kth(ctx.read([r["candidates"] for r in cands], ["key", "ord", "chunk"]), k)
+    rate = k / max(eligible, 1)
+    dec = ctx.map_files("decide", _phase_decide, c=c, thr=list(thr), rate=rate, d=d, out_dir=ctx.decisions_dir,
+                        compression=ctx.compression)
+    metrics.update(num_to_sample=k, selected=sum(r["n"] for r in dec), threshold_key=thr[0] if k else None)
+    metrics.update(report(c, tgt, raw, _total([r["sel"] for r in dec], c.num_buckets),
+                          _total([r["rand"] for r in dec], c.num_buckets),
+                          _merged(r["pool"] for r in fit), _merged(r["chosen"] for r in dec)))
+    return metrics

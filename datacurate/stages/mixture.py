@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from datacurate.config import ConfigError
+from datacurate.coerce import ConfigError
 from datacurate.stages.textstats import mix
 
 def load_weights(mixture: Optional[dict], mixture_file: Optional[str]) -> tuple[Optional[dict], str]:

@@ -70,13 +70,19 @@ class Tokenize(Stage):
     name = "tokenize"
     Config = TokenizeConfig
     columns = {N_TOKENS: pa.int32()}
+    makes_tokens = True  # later stages (decompose) take their tokenizer from here
+
+    @classmethod
+    def tokenizer_of(cls, config: TokenizeConfig):
+        """The tokenizer this stage, so configured, uses (its description: sha256, dtype ...)."""
+        return load_tokenizer(config.tokenizer, config.eos_token, config.bos_token)[1]
 
     def __init__(self, config=None, **params):
         super().__init__(config, **params)
         c = self.config
         self.tokenizer, self.info = load_tokenizer(c.tokenizer, c.eos_token, c.bos_token)
         if c.add_bos and self.info.bos_id is None:
-            from datacurate.config import ConfigError
+            from datacurate.coerce import ConfigError
 
             raise ConfigError(f"tokenize: add_bos is set but tokenizer {self.info.path} has no BOS token; set bos_token")
 

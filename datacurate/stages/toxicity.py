@@ -165,7 +165,7 @@ class Toxicity(Stage):
             card = load_card(clf.model or DEFAULT_MODEL)  # the threshold its recipe chose, else its card's metrics'
             thr = card.get("decision_threshold", card.get("heldout", {})).get("threshold")
             if thr is None:
-                from datacurate.config import ConfigError
+                from datacurate.coerce import ConfigError
 
                 raise ConfigError(f"toxicity.classifier: the card of {clf.model or DEFAULT_MODEL} records no decision "
                                   "threshold; set unit_threshold")

@@ -79,7 +79,6 @@ def test_paragraph_mode_removes_seen_lines_and_rejects_mostly_seen_documents():
 
 
 def test_incremental_dedup_against_a_saved_filter(tmp_path):
-    from datacurate.engine.global_ops import _ShardActor  # the actor class is a plain class too
     from datacurate.stages import dedup_exact as ex
 
     cfg = ex.ExactDedupConfig(expected_items=1000, num_shards=2)
@@ -88,10 +87,10 @@ def test_incremental_dedup_against_a_saved_filter(tmp_path):
     first = pa.table({"text": PROSE[:2], "_ord": pa.array([0, 1], pa.int64())})
     keys = ex.keys(first, cfg)
     for s in range(2):
-        shard = _ShardActor(bits, k, None, s, 2)
+        shard = ex.FilterShard(bits, k, None, s, 2)  # the actor class is a plain class too
         sub = keys.filter(pa.compute.equal(keys["shard"], s))
         if sub.num_rows:
-            shard.check_add(sub["hi"].to_numpy(), sub["lo"].to_numpy(), 10)
+            shard.check_add(f"shard-{s}", sub["hi"].to_numpy(), sub["lo"].to_numpy(), 10)
         shard.save(str(tmp_path / f"shard-{s:04d}"))
     ex.save_meta(str(tmp_path), cfg, bits, k)
     reasons, _ = run([PROSE[1], PROSE[2], PROSE[2]], expected_items=1000, num_shards=2, load_filter=str(tmp_path))
@@ -107,3 +106,21 @@ def test_empty_and_huge_texts():
     huge = " ".join(PROSE) * 20_000  # ~6 MB
     reasons, _ = run(["", "", huge, huge, "   "])
     assert reasons == [None, "exact_dedup/duplicate", None, "exact_dedup/duplicate", "exact_dedup/duplicate"]
+
+
+def test_filter_shard_answers_a_repeated_task_as_the_first_time():
+    """A task Ray runs again after the filter answered gets the first answer, not
+    'all duplicates' from a filter that already holds its keys."""
+    from datacurate.stages import dedup_exact as ex
+
+    cfg = ex.ExactDedupConfig(expected_items=1000, num_shards=1)
+    bits, k = ex.ExactDedup(cfg).filter_size()
+    keys = ex.keys(pa.table({"text": [PROSE[0], PROSE[1], PROSE[0]], "_ord": pa.array([0, 1, 2], pa.int64())}), cfg)
+    hi, lo = keys["hi"].to_numpy(), keys["lo"].to_numpy()
+    shard = ex.FilterShard(bits, k, None, 0, 1)
+    first = shard.check_add("shard-0", hi, lo, 10)
+    assert first.tolist() == [0, 0, 1]
+    assert shard.check_add("shard-0", hi, lo, 10).tolist() == [0, 0, 1]
+    assert shard.check_add("other", hi, lo, 10).tolist() == [1, 1, 1]  # a new task does see them
+    with pytest.raises(RuntimeError, match="other keys"):
+        shard.check_add("shard-0", hi[:2], lo[:2], 10)
