@@ -61,7 +61,7 @@ def cmd_run(args) -> int:
     cfg = load_config(args.pipeline, args.set, input_path=args.input, output_path=args.output, ray_address=address)
     if args.quiet:
         cfg.ray.progress = False
-    report = run_pipeline(cfg)
+    report = run_pipeline(cfg, report=not args.no_report)
     print(format_funnel(report))
     outs = [f"{cfg.output.path}/kept", f"{cfg.output.path}/rejected", f"{cfg.output.path}/stats.json"]
     for spec in cfg.stages:
@@ -76,6 +76,8 @@ def cmd_run(args) -> int:
         print(f"train: {final['steps']} steps, {final['tokens']:,} tokens; held-out loss " +
               "  ".join(f"{k} {v:.4f}" for k, v in ev.items()))
         outs.append(cfg.train.output)
+    if not args.no_report:
+        outs.append(f"{cfg.output.path}/report.html")
     print("outputs: " + ", ".join(outs))
     return 0
 
@@ -300,6 +302,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="override a parameter, e.g. langid.min_score=0.5 or input.text_field=content")
     r.add_argument("--ray-address", help="Ray cluster address (default: $RAY_ADDRESS, else an embedded local Ray)")
     r.add_argument("--quiet", action="store_true", help="no live progress")
+    r.add_argument("--no-report", action="store_true", help="do not write OUT/report.html at the end")
     r.set_defaults(fn=cmd_run)
     s = sub.add_parser("stages", help="list stages with their parameters and defaults")
     s.set_defaults(fn=cmd_stages)

@@ -399,3 +399,23 @@ def test_real_pipeline_report(ray_session, tmp_path):
     assert stats["totals"]["kept"] == 3
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page and "<script>" not in page
     assert "<figcaption>langid: top-1 language probability" in page and "langid: rejects by reason" in page
+
+
+@pytest.mark.parametrize("flag, wanted", [([], True), (["--no-report"], False)])
+def test_run_asks_the_runner_for_the_report(tmp_path, monkeypatch, capsys, flag, wanted):
+    """``run`` passes report=... to run_pipeline (which writes the page) and lists it."""
+    import datacurate.engine
+
+    calls = []
+
+    def fake_run(cfg, **kw):
+        calls.append(kw)
+        return {"totals": {"read": 0, "kept": 0, "rejected": 0, "accounted": True, "wall_seconds": 0.0},
+                "stages": {}}
+
+    monkeypatch.setattr(datacurate.engine, "run_pipeline", fake_run)
+    out = tmp_path / "o"
+    assert main(["run", "pipelines/heuristics_only.yaml", "--input", str(tmp_path), "--output", str(out), "--quiet",
+                 *flag]) == 0
+    assert calls == [{"report": wanted}]
+    assert (f"{out}/report.html" in capsys.readouterr().out.splitlines()[-1]) is wanted
