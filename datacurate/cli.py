@@ -61,15 +61,11 @@ def cmd_run(args) -> int:
     cfg = load_config(args.pipeline, args.set, input_path=args.input, output_path=args.output, ray_address=address)
     if args.quiet:
         cfg.ray.progress = False
-    report = run_pipeline(cfg, resume=args.resume)
+    report = run_pipeline(cfg, resume=args.resume, report=not args.no_report)
     print(format_funnel(report))
-    hint = _missing_text_hint(report, cfg)
-    if hint:
-        print(hint, file=sys.stderr)
     outs = [f"{cfg.output.path}/kept", f"{cfg.output.path}/rejected", f"{cfg.output.path}/stats.json"]
-    for spec in cfg.stages:
-        if spec.name == "decompose":
-            outs.append(spec.config.output or f"{cfg.output.path}/shards")
+    for st in report["stages"].values():  # what global stages wrote: shard sets, saved filters
+        outs += [str(st.get("metrics", {})[k]) for k in ("shards", "filter_saved_to") if k in st.get("metrics", {})]
     if cfg.doremi is not None:
         print("doremi: domain weights " + "  ".join(f"{k} {v:.3f}" for k, v in report["doremi"].items()))
         outs.append(f"{cfg.doremi.output}/domain_weights.json")
@@ -79,30 +75,10 @@ def cmd_run(args) -> int:
         print(f"train: {final['steps']} steps, {final['tokens']:,} tokens; held-out loss " +
               "  ".join(f"{k} {v:.4f}" for k, v in ev.items()))
         outs.append(cfg.train.output)
+    if not args.no_report:
+        outs.append(f"{cfg.output.path}/report.html")
     print("outputs: " + ", ".join(outs))
     return 0
-
-
-def _missing_text_hint(report: dict, cfg) -> str | None:
-    """When no record had the text field, name the fields the first one has."""
-    missing = report.get("rejected_by_reason", {}).get("input/missing_text", 0)
-    if not missing or report["totals"]["kept"] or missing < report["totals"]["read"]:
-        return None
-    import glob as _glob
-
-    import orjson
-    import pyarrow.parquet as pq
-
-    fields: list[str] = []
-    for path in sorted(_glob.glob(os.path.join(cfg.output.path, "rejected", "*.parquet")))[:1]:
-        first = pq.read_table(path, columns=["text"]).column("text")[0].as_py()
-        try:
-            fields = list(orjson.loads(first)) if first else []
-        except orjson.JSONDecodeError:
-            pass
-    seen = f"; the records have: {', '.join(fields)}" if fields else ""
-    return (f"datacurate: hint: no record has the text field '{cfg.input.text_field}'{seen} "
-            f"(set it with --set input.text_field=NAME)")
 
 
 def cmd_stats(args) -> int:
@@ -113,6 +89,20 @@ def cmd_stats(args) -> int:
         raise InputError(f"no stats.json in {args.output} (is it a datacurate output directory?)")
     with open(path) as f:
         print(format_funnel(json.load(f)))
+    page = os.path.join(os.path.dirname(path), "report.html")
+    print(f"report: {page}" if os.path.isfile(page) else
+          f"no report.html yet: datacurate report {os.path.dirname(path) or '.'}")
+    return 0
+
+
+def cmd_report(args) -> int:
+    from datacurate.report import write_report
+
+    if not any(os.path.exists(os.path.join(args.output, p)) for p in ("stats.json", "kept", "rejected")):
+        raise InputError(f"no stats.json, kept/ or rejected/ in {args.output} (is it a datacurate output directory?)")
+    if args.train and not os.path.isdir(args.train):
+        raise InputError(f"--train: no such directory: {args.train}")
+    print(f"written: {write_report(args.output, train_dir=args.train, path=args.out)}")
     return 0
 
 
@@ -313,12 +303,20 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--quiet", action="store_true", help="no live progress")
     r.add_argument("--resume", action="store_true",
                    help="continue an interrupted run in OUT (same configuration): finished tasks are skipped")
+    r.add_argument("--no-report", action="store_true", help="do not write OUT/report.html at the end")
     r.set_defaults(fn=cmd_run)
     s = sub.add_parser("stages", help="list stages with their parameters and defaults")
     s.set_defaults(fn=cmd_stages)
     st = sub.add_parser("stats", help="print the funnel of a finished run")
     st.add_argument("output", help="a run's output directory")
     st.set_defaults(fn=cmd_stats)
+    rp = sub.add_parser("report", help="write a run's report.html: funnel, reasons with samples, scores, mixes, "
+                                       "shards, training curves")
+    rp.add_argument("output", help="a run's output directory")
+    rp.add_argument("--train", metavar="DIR", help="a training or DoReMi output directory to include "
+                                                   "(default: the run's own train/ and doremi/)")
+    rp.add_argument("--out", metavar="FILE", help="HTML file to write (default: OUTPUT/report.html)")
+    rp.set_defaults(fn=cmd_report)
     tc = sub.add_parser("train-classifier", help="train a fastText classifier; write .ftz + JSON card with held-out metrics")
     tc.add_argument("config", nargs="?", help="training YAML (keys of datacurate.classify.TrainConfig)")
     tc.add_argument("--positive", nargs="+", metavar="PATH", help="positive examples: JSONL / Parquet files, dirs, globs")

@@ -108,24 +108,36 @@ def _rel(path: str, base: Path) -> str:
         return Path(path).name
 
 
-def plan_reads(cfg: InputConfig) -> list[ReadTask]:
+def plan_reads(cfg: InputConfig, text_key: str = "input.text_field") -> list[ReadTask]:
     """Split the inputs into read tasks; plain JSONL files larger than chunk_bytes are
-    cut at line boundaries (line numbers counted here so derived ids stay stable)."""
+    cut at line boundaries (line numbers counted here so derived ids stay stable).
+
+    Each file is first checked for the text field (:func:`check_text_field`); ``text_key``
+    is the setting its error message suggests.
+    """
     tasks: list[ReadTask] = []
     for path, source in expand_inputs(cfg.path, cfg.format):
         fmt = detect_format(path, cfg.format)
         size = os.path.getsize(path)
         if fmt == "parquet":
             try:
-                meta = pq.ParquetFile(path).metadata
+                pf = pq.ParquetFile(path)
+                meta = pf.metadata
             except Exception as e:  # noqa: BLE001 - report any unreadable parquet in one line
                 raise InputError(f"not a readable Parquet file: {path} ({e})") from None
+            check_text_field(_parquet_fields(pf), cfg, source, text_key)
             row = 0
             for rg in range(meta.num_row_groups):
                 tasks.append(ReadTask(path, source, fmt, start=rg, end=rg + 1, first_line=row,
                                       size=meta.row_group(rg).total_byte_size))
                 row += meta.row_group(rg).num_rows
-        elif path.lower().endswith(".jsonl") or path.lower().endswith((".json", ".ndjson")):
+            continue
+        try:
+            fields = _jsonl_fields(ReadTask(path, source, fmt, end=size))
+        except Exception as e:  # noqa: BLE001 - a corrupt .gz / .zst: one line, before any work
+            raise InputError(f"cannot read {path}: {e}") from None
+        check_text_field(fields, cfg, source, text_key)
+        if path.lower().endswith(".jsonl") or path.lower().endswith((".json", ".ndjson")):
             for start, end, line in _split_jsonl(path, size, cfg.chunk_bytes):
                 tasks.append(ReadTask(path, source, fmt, start=start, end=end, first_line=line, size=end - start))
         else:
@@ -133,6 +145,73 @@ def plan_reads(cfg: InputConfig) -> list[ReadTask]:
     for i, t in enumerate(tasks):
         t.index = i
     return tasks
+
+
+SAMPLE_RECORDS = 1000  # records per file that the text-field check reads
+
+
+class _FieldStats:
+    """What the first records of a file hold: how many, how many lack each field, and the
+    mean length of each field's string values (the longest is most likely the text)."""
+
+    def __init__(self):
+        self.records, self.fields = 0, {}  # field -> [records with it, string values, their chars]
+
+    def add(self, name: str, value, n: int = 1, chars: int | None = None) -> None:
+        f = self.fields.setdefault(name, [0, 0, 0])
+        f[0] += n
+        if chars is not None or isinstance(value, str):
+            f[1] += n
+            f[2] += chars if chars is not None else len(value)
+
+    def longest_text(self, exclude: tuple[str, ...] = ()) -> str | None:
+        strings = [(f[2] / f[1], name) for name, f in self.fields.items() if f[1] and name not in exclude]
+        return max(strings)[1] if strings else None
+
+
+def _jsonl_fields(task: ReadTask, n: int = SAMPLE_RECORDS) -> _FieldStats:
+    st = _FieldStats()
+    for raw in _open_lines(task):
+        try:
+            obj = orjson.loads(raw) if raw.strip() else None
+        except orjson.JSONDecodeError:
+            continue  # a malformed line is its own reject, not a missing field
+        if isinstance(obj, dict):
+            st.records += 1
+            for k, v in obj.items():
+                st.add(k, v)
+            if st.records >= n:
+                break
+    return st
+
+
+def _parquet_fields(pf: pq.ParquetFile, n: int = SAMPLE_RECORDS) -> _FieldStats:
+    st = _FieldStats()
+    st.records = min(pf.metadata.num_rows, n)
+    strings = [f.name for f in pf.schema_arrow if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)]
+    lengths = {}
+    if strings and st.records:
+        batch = next(pf.iter_batches(batch_size=n, columns=strings))
+        lengths = {c: pc.sum(pc.utf8_length(batch.column(i))).as_py() or 0 for i, c in enumerate(strings)}
+    for name in pf.schema_arrow.names:
+        st.add(name, None, st.records, lengths.get(name))
+    return st
+
+
+def check_text_field(st: _FieldStats, cfg: InputConfig, source: str, text_key: str = "input.text_field") -> None:
+    """Fail when more than half of a file's first records lack the text field: a run that
+    rejects nearly everything as input/missing_text is almost always a misnamed field.
+    The suggestion is the string field (other than the id and domain fields) with the
+    longest values."""
+    text_field = cfg.text_field
+    have = st.fields.get(text_field, [0])[0]
+    if not st.records or 2 * (st.records - have) <= st.records:
+        return
+    best = st.longest_text(exclude=(cfg.id_field, cfg.domain_field))
+    fields = ", ".join(st.fields) or "none"
+    hint = f"set {text_key}={best}" if best and best != text_field else f"set {text_key}=NAME"
+    raise InputError(f"input: no '{text_field}' field in {round(100 * (st.records - have) / st.records)}% of records "
+                     f"of {source}; fields seen: {fields}; {hint}")
 
 
 def _split_jsonl(path: str, size: int, chunk: int) -> list[tuple[int, int, int]]:
@@ -324,44 +403,61 @@ def _as_str(col) -> pa.Array:
 
 
 def _read_parquet(task: ReadTask, cfg: InputConfig) -> Iterator[pa.Table]:
-    """Parquet batches straight into the common schema, vectorised (no loop per row)."""
+    """Parquet batches straight into the common schema, vectorised (no loop per row).
+
+    A row without text (no such column, or null) keeps its whole record as JSON in
+    ``text``, as a JSONL reject keeps its raw line: the row group's other columns are
+    read only then.
+    """
     pf = pq.ParquetFile(task.path)
     names = set(pf.schema_arrow.names)
     cols = [c for c in (cfg.text_field, cfg.id_field, cfg.domain_field) if c in names]
     row, in_task = task.first_line, 0
-    for batch in pf.iter_batches(batch_size=cfg.batch_rows, row_groups=list(range(task.start, task.end)), columns=cols):
-        n = batch.num_rows
-        derived = pc.binary_join_element_wise(pa.scalar(f"{task.source}:"), _as_str(pa.array(range(row, row + n))), "")
-        ids = pc.fill_null(_as_str(batch.column(cfg.id_field)), derived) if cfg.id_field in cols else derived
-        domains = (pc.fill_null(_as_str(batch.column(cfg.domain_field)), cfg.default_domain)
-                   if cfg.domain_field in cols else pa.array([cfg.default_domain] * n, pa.string()))
-        null = pa.scalar(None, pa.string())
-        if cfg.text_field not in cols:
-            texts = pa.array([""] * n, pa.string())
-            reasons = pa.array(["input/missing_text"] * n, pa.string())
-        else:
-            col = batch.column(cfg.text_field)
-            is_str = pa.types.is_string(col.type) or pa.types.is_large_string(col.type)
-            texts = _as_str(col)
-            bad = (pa.scalar("input/non_string_text") if not is_str else
-                   pc.if_else(pc.greater(pc.utf8_length(pc.fill_null(texts, "")), cfg.max_doc_chars),
-                              pa.scalar("input/doc_too_large"), null))
-            reasons = pc.if_else(pc.is_null(col), pa.scalar("input/null_text"), bad)
-            if not isinstance(reasons, (pa.Array, pa.ChunkedArray)):
-                reasons = pa.array([reasons.as_py()] * n, pa.string())
-            texts = pc.fill_null(texts, "")
-        first = (task.index << 32) + in_task
-        yield pa.table({
-            ID: ids.cast(BASE_COLUMNS[ID]),
-            TEXT: texts.cast(BASE_COLUMNS[TEXT]),
-            DOMAIN: domains.cast(BASE_COLUMNS[DOMAIN]),
-            SOURCE: pa.array([task.source] * n, BASE_COLUMNS[SOURCE]),
-            REJECT_STAGE: pc.if_else(pc.is_valid(reasons), pa.scalar(INPUT_STAGE), null),
-            REJECT_REASON: reasons.cast(pa.string()),
-            ORD: pa.array(range(first, first + n), pa.int64()),
-        })
-        row += n
-        in_task += n
+    null = pa.scalar(None, pa.string())
+    for rg in range(task.start, task.end):
+        full, offset = None, 0
+        for batch in pf.iter_batches(batch_size=cfg.batch_rows, row_groups=[rg], columns=cols):
+            n = batch.num_rows
+            derived = pc.binary_join_element_wise(pa.scalar(f"{task.source}:"), _as_str(pa.array(range(row, row + n))),
+                                                  "")
+            ids = pc.fill_null(_as_str(batch.column(cfg.id_field)), derived) if cfg.id_field in cols else derived
+            domains = (pc.fill_null(_as_str(batch.column(cfg.domain_field)), cfg.default_domain)
+                       if cfg.domain_field in cols else pa.array([cfg.default_domain] * n, pa.string()))
+            if cfg.text_field not in cols:
+                no_text = pa.array([True] * n)
+                texts = pa.array([""] * n, pa.large_string())
+                reasons = pa.array(["input/missing_text"] * n, pa.string())
+            else:
+                col = batch.column(cfg.text_field)
+                no_text = pc.is_null(col)
+                is_str = pa.types.is_string(col.type) or pa.types.is_large_string(col.type)
+                texts = _as_str(col)
+                bad = (pa.scalar("input/non_string_text") if not is_str else
+                       pc.if_else(pc.greater(pc.utf8_length(pc.fill_null(texts, "")), cfg.max_doc_chars),
+                                  pa.scalar("input/doc_too_large"), null))
+                reasons = pc.if_else(no_text, pa.scalar("input/null_text"), bad)
+                if not isinstance(reasons, (pa.Array, pa.ChunkedArray)):
+                    reasons = pa.array([reasons.as_py()] * n, pa.string())
+                texts = pc.fill_null(texts, "").cast(pa.large_string())
+            if pc.any(no_text).as_py():
+                full = full if full is not None else pf.read_row_group(rg)
+                records = full.slice(offset, n).filter(no_text).to_pylist()
+                raw = pa.array([orjson.dumps(r, default=str, option=orjson.OPT_NON_STR_KEYS).decode() for r in records],
+                               pa.large_string())
+                texts = pc.replace_with_mask(texts, no_text, raw)
+            first = (task.index << 32) + in_task
+            yield pa.table({
+                ID: ids.cast(BASE_COLUMNS[ID]),
+                TEXT: texts.cast(BASE_COLUMNS[TEXT]),
+                DOMAIN: domains.cast(BASE_COLUMNS[DOMAIN]),
+                SOURCE: pa.array([task.source] * n, BASE_COLUMNS[SOURCE]),
+                REJECT_STAGE: pc.if_else(pc.is_valid(reasons), pa.scalar(INPUT_STAGE), null),
+                REJECT_REASON: reasons.cast(pa.string()),
+                ORD: pa.array(range(first, first + n), pa.int64()),
+            })
+            row += n
+            in_task += n
+            offset += n
 
 
 # ----------------------------------------------------------------------------- writing

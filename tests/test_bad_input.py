@@ -96,18 +96,16 @@ def test_bad_input_run(ray_session, tmp_path):
     assert by_stage["heuristics"]["in"] == 4 and by_stage["heuristics"]["kept"] == 3
 
 
-def test_wrong_text_field_gets_a_hint(ray_session, tmp_path, capsys):
-    """Records whose text is under another field: every one is a recorded reject with its
-    raw line, and the run ends with a hint naming the fields the records have."""
+def test_wrong_text_field_fails_in_one_line(tmp_path, capsys):
+    """Records whose text is under another field: the run stops before any work, in one
+    line naming the fields the records have and the setting to change."""
     from datacurate.cli import main
 
     data = tmp_path / "content.jsonl"
-    data.write_bytes(b"".join(orjson.dumps({"id": f"r{i}", "content": PROSE}) + b"\n" for i in range(3)))
+    data.write_bytes(b"".join(orjson.dumps({"id": f"r{i}", "content": PROSE, "url": "u"}) + b"\n" for i in range(3)))
     assert main(["run", "pipelines/heuristics_only.yaml", "--input", str(data), "--output", str(tmp_path / "o"),
-                 "--quiet"]) == 0
+                 "--quiet"]) == 2
     err = capsys.readouterr().err
-    assert "no record has the text field 'text'; the records have: id, content" in err
-    assert "--set input.text_field=NAME" in err
-    rejected = pq.read_table(tmp_path / "o" / "rejected", columns=["text", "reject_reason"]).to_pydict()
-    assert rejected["reject_reason"] == ["input/missing_text"] * 3
-    assert all(orjson.loads(t)["content"] == PROSE for t in rejected["text"])
+    assert err == ("datacurate: error: input: no 'text' field in 100% of records of content.jsonl; "
+                   "fields seen: id, content, url; set input.text_field=content\n")
+    assert not (tmp_path / "o").exists()

@@ -1,10 +1,11 @@
 """Readers: formats, path expansion, derived ids, read-task splitting, bad records."""
 
+import orjson
 import pyarrow as pa
 import pytest
 
 from datacurate.config import InputConfig
-from datacurate.io import InputError, plan_reads, read_task
+from datacurate.io import SAMPLE_RECORDS, InputError, ReadTask, plan_reads, read_task
 from datacurate.schema import REJECT_REASON, REJECT_STAGE
 
 DOCS = [
@@ -159,14 +160,22 @@ def test_invalid_utf8_replace(write_jsonl):
 
 
 def test_parquet_bad_text_columns(write_parquet):
-    no_text = write_parquet("no_text.parquet", {"id": ["a", "b"], "body": ["x", "y"]})
-    table, _, _ = read_all(no_text)
+    no_text = write_parquet("no_text.parquet", {"id": ["a", "b"], "body": ["x", "y"], "n": [1, 2]})
+    with pytest.raises(InputError, match=r"^input: no 'text' field in 100% of records of no_text.parquet; "
+                                         r"fields seen: id, body, n; set input.text_field=body$"):
+        plan_reads(InputConfig(path=[str(no_text)]))
+    # read anyway (a task planned by hand): every row is a reject that keeps its record as JSON
+    task = ReadTask(str(no_text), "no_text.parquet", "parquet", start=0, end=1, first_line=0)
+    table = pa.concat_tables(read_task(task, InputConfig()))
     assert table.column(REJECT_REASON).to_pylist() == ["input/missing_text"] * 2
+    assert [orjson.loads(t) for t in table.column("text").to_pylist()] == [{"id": "a", "body": "x", "n": 1},
+                                                                            {"id": "b", "body": "y", "n": 2}]
 
-    nulls = write_parquet("nulls.parquet", {"text": pa.array(["fine", None], pa.string())})
-    table, _, _ = read_all(nulls)
+    nulls = write_parquet("nulls.parquet", {"text": pa.array(["fine", None], pa.string()), "url": ["u0", "u1"]})
+    table, _, _ = read_all(nulls, batch_rows=1)
     assert table.column(REJECT_REASON).to_pylist() == [None, "input/null_text"]
     assert table.column("id").to_pylist() == ["nulls.parquet:0", "nulls.parquet:1"]
+    assert table.column("text").to_pylist() == ["fine", '{"text":null,"url":"u1"}']
 
     ints = write_parquet("ints.parquet", {"text": pa.array([1, None, 3], pa.int64())})
     table, _, _ = read_all(ints)
@@ -183,3 +192,37 @@ def test_empty_file_counted(write_jsonl):
     table, tasks, counters = read_all(write_jsonl("empty.jsonl", []))
     assert len(tasks) == 1 and table.num_rows == 0
     assert counters == {"empty_files": 1}
+
+
+@pytest.mark.parametrize("name", ["x.jsonl", "x.jsonl.gz", "x.jsonl.zst"])
+def test_misnamed_text_field_fails_before_reading(write_jsonl, name):
+    """A file whose text is under another field fails in one line that names the fields."""
+    path = write_jsonl(name, [{"content": "A long enough body of text.", "url": "http://x"}] * 3)
+    with pytest.raises(InputError) as e:
+        plan_reads(InputConfig(path=[str(path)]))
+    assert str(e.value) == (f"input: no 'text' field in 100% of records of {name}; fields seen: content, url; "
+                            f"set input.text_field=content")
+
+
+def test_text_field_check_threshold_and_sample(write_jsonl):
+    """More than half missing fails (malformed lines do not count); half passes; only the
+    first SAMPLE_RECORDS records of a file are looked at."""
+    doc, other = {"id": "d", "text": "body"}, {"id": "o", "title": "a longer title than the id"}
+    three_of_five = write_jsonl("60.jsonl", [doc, doc, other, other, other, b"{broken"])
+    with pytest.raises(InputError, match=r"no 'text' field in 60% of records of 60.jsonl; fields seen: id, text, "
+                                         r"title; set input.text_field=title$"):
+        plan_reads(InputConfig(path=[str(three_of_five)]))
+    assert plan_reads(InputConfig(path=[str(write_jsonl("50.jsonl", [doc, other] * 3))]))
+    late = write_jsonl("late.jsonl", [doc] * SAMPLE_RECORDS + [other] * (SAMPLE_RECORDS + 1))
+    table, _, _ = read_all(late)  # the misses after the sample are ordinary rejects
+    assert table.column(REJECT_REASON).to_pylist().count("input/missing_text") == SAMPLE_RECORDS + 1
+    only_ids = write_jsonl("ids.jsonl", [{"id": "a", "domain": "web"}] * 2)
+    with pytest.raises(InputError, match=r"fields seen: id, domain; set input.text_field=NAME$"):
+        plan_reads(InputConfig(path=[str(only_ids)]))
+
+
+def test_corrupt_compressed_input_fails_in_one_line(tmp_path):
+    bad = tmp_path / "bad.jsonl.gz"
+    bad.write_bytes(b"not gzip at all")
+    with pytest.raises(InputError, match="cannot read .*bad.jsonl.gz"):
+        plan_reads(InputConfig(path=[str(bad)]))
