@@ -370,6 +370,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    import faulthandler
+    import signal
+
+    if hasattr(signal, "SIGUSR1"):  # `kill -USR1 <pid>` prints every thread's stack (a run that seems stuck)
+        faulthandler.register(signal.SIGUSR1, all_threads=True)
     args = build_parser().parse_args(argv)
     try:
         return args.fn(args)

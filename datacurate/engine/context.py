@@ -224,6 +224,9 @@ class GlobalContext:
         kind = f"g{self.seg_index}-{phase}"
         done = self.journal.entries(kind) if journal else {}
         todo = [json.dumps([k, f]) for k, f in zip(keys, files) if k not in done]
+        if len(todo) < len(files):
+            self.log(f"[datacurate] resume: {self.stage} {phase}: skipped {len(files) - len(todo)} of {len(files)} "
+                     "tasks done before")
         self.skipped += len(files) - len(todo)
         results = dict(done)
         if todo:

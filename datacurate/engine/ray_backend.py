@@ -36,7 +36,7 @@ from datacurate.stages import STAGES
 _STAGE_CACHE: dict = {}  # per worker process: models load once, not once per task
 
 
-LOST_AFTER_S = 15.0  # the cluster's control store unreachable this long: the run stops
+LOST_AFTER_S = 5.0  # the cluster's control store unreachable this long: the run stops
 
 
 def _watch(gcs_address: str, stop: threading.Event, lost_after: float = LOST_AFTER_S) -> None:
@@ -44,7 +44,7 @@ def _watch(gcs_address: str, stop: threading.Event, lost_after: float = LOST_AFT
     Ray's minutes of reconnect attempts (or a hang) when a cluster goes away mid-run."""
     host, port = gcs_address.rsplit(":", 1)
     down_since = None
-    while not stop.wait(1.0):
+    while not stop.wait(0.5):
         try:
             socket.create_connection((host, int(port)), timeout=2.0).close()
             down_since = None
@@ -67,7 +67,10 @@ def init_ray(cfg: RayConfig) -> bool:
         return False
     kwargs = dict(logging_level=logging.WARNING, log_to_driver=True)
     if cfg.address:
+        early = _watch_address(cfg.address)  # a cluster that dies while we connect: no endless retries
         ray.init(address=cfg.address, **kwargs)
+        if early is not None:
+            early.set()
         _start_watch(ray)
         return True
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")  # an embedded, loopback-only cluster
@@ -80,6 +83,16 @@ def init_ray(cfg: RayConfig) -> bool:
     )
     _start_watch(ray)
     return True
+
+
+def _watch_address(address: str) -> threading.Event | None:
+    """Watch a ``host:port`` address before Ray has connected (None for others: auto, ray://)."""
+    if address == "auto" or "://" in address or ":" not in address:
+        return None
+    stop = threading.Event()
+    threading.Thread(target=_watch, args=(address, stop, 3 * LOST_AFTER_S), name="datacurate-ray-connect",
+                     daemon=True).start()
+    return stop
 
 
 def _start_watch(ray) -> None:

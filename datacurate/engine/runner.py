@@ -261,13 +261,14 @@ def _curate(cfg: PipelineConfig, tasks, journal: Journal, staging: str, show: bo
                     t1 = time.perf_counter()
                     index = next(i for i, s in enumerate(cfg.stages) if s is spec or s == spec)
                     ctx = GlobalContext(run_cfg, seg.index, spec.name, journal, final_out, outputs,
-                                        run_config=cfg, spec_index=index, log=log if show else None)
+                                        run_config=cfg, spec_index=index, log=log)
                     metrics = STAGES[spec.name](spec.config).run_global(ctx)
                     info = {"metrics": metrics, "phase_seconds": time.perf_counter() - t1}
                     journal.record(f"g{seg.index}", "done", info)
                     skipped += ctx.skipped
                     total += ctx.skipped
                 else:
+                    log(f"[datacurate] resume: {spec.name}: skipped 1 of 1 global stages done before")
                     skipped += 1
                     total += 1
                 global_info[spec.name] = info
@@ -279,6 +280,9 @@ def _curate(cfg: PipelineConfig, tasks, journal: Journal, staging: str, show: bo
             for k, _ in items:
                 if k in done:
                     tracker(done[k])
+            if resumed and len(todo) < len(items):
+                log(f"[datacurate] resume: segment {seg.index}: skipped {len(items) - len(todo)} of {len(items)} "
+                    "map tasks done before")
             skipped += len(items) - len(todo)
             total += len(items)
             ray_backend.run_segment(run_cfg, seg.index, todo, tracker, journal)
@@ -286,7 +290,7 @@ def _curate(cfg: PipelineConfig, tasks, journal: Journal, staging: str, show: bo
         if started:
             ray_backend.shutdown()
     if resumed:
-        log(f"[datacurate] resume: skipped {skipped} of {total} tasks and phases the interrupted run had done")
+        log(f"[datacurate] resume: in all, skipped {skipped} of {total} tasks and phases the interrupted run had done")
     _drop_temporaries(staging)
     for name, info in global_info.items():
         st = tracker.stats.setdefault("stages", {}).setdefault(name, {"in": 0, "kept": 0, "rejected": {}, "seconds": 0.0})

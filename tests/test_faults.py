@@ -1,0 +1,216 @@
+"""Faults for real, through the CLI in subprocesses (each with its own Ray):
+
+* a worker process dies (``os._exit``) after its task's side effects, once in a map
+  stage and in each global stage's phases: Ray retries and the outputs are identical to a
+  clean run (exact dedup rejected every document of the retried task before its filter
+  actors answered re-runs as the first time);
+* the driver, with its embedded Ray, is killed (SIGKILL) in the first map segment,
+  inside near dedup and during decompose, each time followed by ``--resume``: the last
+  one ends with outputs identical to an uninterrupted run, every resume skips finished
+  tasks, and the earlier complete run in OUT stays whole until the new one completes;
+* a ``ray start`` cluster on the machine is killed while two runs with no address and
+  one joined to it are going: the two private runs complete identically, the joined one
+  stops within a minute with one line.
+"""
+
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import orjson
+import pytest
+import yaml
+
+from datacurate.engine import faults
+from tests.outputs import assert_same, tree_digest
+
+REPO = Path(__file__).resolve().parent.parent
+CORPUS = REPO / "sample_data" / "corpus"
+
+
+def _env(**extra) -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("RAY_ADDRESS", "DATACURATE_FAULT"))}
+    env.update(RAY_AUTH_MODE="disabled", PYTHONPATH=str(REPO), **extra)
+    return env
+
+
+def _cmd(pipeline: Path, out: Path, *args) -> list:
+    return [sys.executable, "-m", "datacurate.cli", "run", str(pipeline), "--output", str(out), "--no-report", *args]
+
+
+def _run(pipeline: Path, out: Path, *args, env=None, timeout=600) -> subprocess.CompletedProcess:
+    return subprocess.run(_cmd(pipeline, out, *args), env=env or _env(), capture_output=True, text=True,
+                          timeout=timeout, cwd=REPO)
+
+
+@pytest.fixture(scope="module")
+def pipeline(tmp_path_factory) -> Path:
+    """About 400 documents (news + learned) with 20 exact and 20 near copies, in read
+    tasks of ~500 KB; every kind of global stage."""
+    d = tmp_path_factory.mktemp("faults")
+    docs = []
+    for name in ("news.jsonl", "learned.jsonl"):
+        docs += [orjson.loads(line) for line in (CORPUS / name).read_bytes().splitlines() if line.strip()]
+    extra = []
+    for i, doc in enumerate(docs[:40]):
+        text = doc["text"] if i < 20 else doc["text"].replace(" the ", " a ", 1)
+        extra.append({**doc, "id": f"copy-{i}", "text": text})
+    with open(d / "in.jsonl", "wb") as f:
+        for doc in docs + extra:
+            f.write(orjson.dumps(doc) + b"\n")
+    cfg = {
+        "input": {"path": str(d / "in.jsonl"), "chunk_bytes": 500_000},
+        "output": str(d / "unused"),
+        "ray": {"num_cpus": 2},
+        "stages": [
+            {"heuristics": {}},
+            {"exact_dedup": {"mode": "document", "num_shards": 2, "expected_items": 10_000}},
+            {"near_dedup": {"num_partitions": 2}},
+            {"dsir": {"target": {"domains": ["news"]}, "num_to_sample": 0.7, "seed": 0}},
+            {"tokenize": {}},
+            {"decompose": {"min_log2": 6, "max_log2": 9}},
+        ],
+    }
+    path = d / "pipeline.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    return path
+
+
+@pytest.fixture(scope="module")
+def clean(pipeline, tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("clean") / "out"
+    res = _run(pipeline, out)
+    assert res.returncode == 0, res.stderr[-3000:]
+    stats = orjson.loads((out / "stats.json").read_bytes())
+    st = stats["stages"]
+    # every global stage had work to do, so a fault in it can change something
+    assert st["exact_dedup"]["rejected_total"] >= 20 and st["near_dedup"]["rejected_total"] >= 10
+    assert st["dsir"]["rejected_total"] > 0 and st["decompose"]["metrics"]["sequences_written"] > 0
+    return out
+
+
+def test_worker_deaths_in_every_kind_of_stage_leave_the_output_unchanged(pipeline, clean, tmp_path):
+    armed = ["heuristics:map:1", "exact_dedup:decide:0", "exact_dedup:write:0", "near_dedup:signatures:1",
+             "near_dedup:edges:0", "near_dedup:survivors:0", "dsir:fit:0", "dsir:weigh:1", "dsir:decide:0",
+             "decompose:count:0", "decompose:write:1"]
+    fdir = tmp_path / "faults"
+    out = tmp_path / "out"
+    res = _run(pipeline, out, env=_env(DATACURATE_FAULT=",".join(armed), DATACURATE_FAULT_DIR=str(fdir)))
+    assert res.returncode == 0, res.stderr[-3000:]
+    for spec in armed:
+        stage, phase, n = spec.split(":")
+        assert faults.fired(stage, phase, int(n), str(fdir)), f"{spec} never fired"
+    assert_same(clean, out)
+
+
+def _skipped(stderr: str) -> int:
+    """Tasks the log says a resumed run skipped (per segment, global stage and phase)."""
+    found = re.findall(r"resume: (?!in all)[^\n]*?skipped (\d+) of", stderr)
+    assert found, stderr[-2000:]
+    return sum(map(int, found))
+
+
+def test_driver_killed_three_times_then_resumed(pipeline, clean, tmp_path):
+    out = tmp_path / "out"
+    shutil.copytree(clean, out)  # an earlier complete run of the same pipeline
+    before = tree_digest(out)
+
+    def killed_at(point: str, *args) -> subprocess.CompletedProcess:
+        fdir = tmp_path / point.replace(":", "_")
+        res = _run(pipeline, out, *args, env=_env(DATACURATE_FAULT=f"{point}:kill-driver", DATACURATE_FAULT_DIR=str(fdir)))
+        stage, phase, n = point.split(":")
+        assert faults.fired(stage, phase, int(n), str(fdir)), res.stderr[-3000:]
+        assert res.returncode == -signal.SIGKILL, (res.returncode, res.stderr[-3000:])
+        return res
+
+    killed_at("heuristics:map:2")
+    # the crashed run left the earlier complete run as it was, and nothing that looks complete of its own
+    after = tree_digest(out)
+    assert {k: v for k, v in after.items() if not k.startswith("_work/")} == before
+    # resuming with another configuration: one line, exit 2, nothing touched
+    other = _run(pipeline, out, "--resume", "--set", "dsir.seed=1")
+    assert other.returncode == 2 and "another configuration" in other.stderr
+    assert len(other.stderr.strip().splitlines()) == 1
+
+    res = killed_at("near_dedup:edges:0", "--resume")
+    assert _skipped(res.stderr) > 0
+    res = killed_at("decompose:write:0", "--resume")
+    assert _skipped(res.stderr) > 0
+    assert not (out / "stats.json").exists() or tree_digest(out)["stats.json"] == before["stats.json"]
+    res = _run(pipeline, out, "--resume")
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert _skipped(res.stderr) > 0
+    assert not (out / "_work").exists()
+    assert_same(clean, out)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_port(port: int, proc: subprocess.Popen, log: Path, timeout: float = 90.0) -> None:
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < timeout:
+        if proc.poll() is not None:
+            raise RuntimeError(f"ray start exited: {log.read_text()[-2000:]}")
+        try:
+            socket.create_connection((socket.gethostbyname(socket.gethostname()), port), timeout=1).close()
+            return
+        except OSError:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                return
+            except OSError:
+                time.sleep(0.5)
+    raise TimeoutError(f"nothing listens on {port}: {log.read_text()[-2000:]}")
+
+
+def test_a_cluster_on_the_machine_dies_mid_run(pipeline, clean, tmp_path):
+    port = _free_port()
+    ray_bin = Path(sys.executable).parent / "ray"
+    temp = tempfile.mkdtemp(prefix="rc", dir="/tmp")  # short: Ray's socket paths must fit 107 bytes
+    log = open(tmp_path / "cluster.log", "w")
+    cluster = subprocess.Popen([str(ray_bin), "start", "--head", f"--port={port}", "--num-cpus=1", "--block",
+                                "--disable-usage-stats", "--include-dashboard=false", f"--temp-dir={temp}"],
+                               env=_env(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        _wait_port(port, cluster, tmp_path / "cluster.log")
+        time.sleep(3)  # the raylet registers after the GCS listens
+        logs = {name: open(tmp_path / f"{name}.log", "w+") for name in ("a", "b", "joined")}
+        runs = {name: subprocess.Popen(_cmd(pipeline, tmp_path / name, *args), env=_env(), cwd=REPO, text=True,
+                                       stdout=logs[name], stderr=subprocess.STDOUT)
+                for name, args in (("a", ()), ("b", ()), ("joined", ("--ray-address", f"127.0.0.1:{port}")))}
+        joined_log = tmp_path / "joined.log"
+        t0 = time.monotonic()
+        while "global phases" not in joined_log.read_text() and time.monotonic() - t0 < 300:
+            time.sleep(0.5)  # the joined run is past its first segment
+        os.killpg(cluster.pid, signal.SIGKILL)
+        killed = time.monotonic()
+        runs["joined"].wait(timeout=120)
+        text = joined_log.read_text()
+        assert runs["joined"].returncode not in (0, None)
+        assert time.monotonic() - killed < 60
+        last = text.strip().splitlines()[-1]
+        assert last.startswith("datacurate: lost the Ray cluster at ") and "--resume" in last, \
+            (runs["joined"].returncode, text[-4000:])
+        for name in ("a", "b"):
+            runs[name].wait(timeout=600)
+            assert runs[name].returncode == 0, (tmp_path / f"{name}.log").read_text()[-3000:]
+            assert_same(clean, tmp_path / name)
+    finally:
+        try:
+            os.killpg(cluster.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        cluster.wait(timeout=30)
+        log.close()
+        shutil.rmtree(temp, ignore_errors=True)
