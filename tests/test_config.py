@@ -136,3 +136,19 @@ def test_funnel_says_when_it_leaves_reasons_out():
     text = format_funnel(report)
     assert "gopher/r11" in text and "gopher/r12" not in text
     assert "... 3 more reasons (stats.json)" in text
+
+
+def test_python_api_keeps_every_input_and_output_key(tmp_path):
+    """Pipeline.from_yaml(...).config(input=..., output=...) changes the paths only."""
+    from datacurate import Pipeline
+
+    path = tmp_path / "p.yaml"
+    path.write_text("input: {path: a.jsonl, text_field: content, id_field: key, max_doc_chars: 100}\n"
+                    "output: {path: out, keep_work: true, compression: snappy}\nstages: [heuristics]\n")
+    pipe = Pipeline.from_yaml(str(path))
+    cfg = pipe.config(input="b.jsonl", output=str(tmp_path / "o"))
+    assert cfg.input.path == ["b.jsonl"]
+    assert (cfg.input.text_field, cfg.input.id_field, cfg.input.max_doc_chars) == ("content", "key", 100)
+    assert (cfg.output.path, cfg.output.keep_work, cfg.output.compression) == (str(tmp_path / "o"), True, "snappy")
+    cfg = pipe.config(text_field="body")  # an input option alone keeps the YAML's path and the rest
+    assert (cfg.input.path, cfg.input.text_field, cfg.input.id_field) == (["a.jsonl"], "body", "key")
