@@ -47,6 +47,9 @@ class RayConfig:
     num_cpus: Optional[int] = None  # local Ray only; None = all cores
     object_store_memory_mb: Optional[int] = None  # local Ray only
     progress: bool = True  # Ray Data progress bars and the live funnel line
+    # a global stage whose input holds fewer documents runs all its phases in one task
+    # (same output; a Ray Data groupby or join costs seconds however small the data); 0: never
+    small_input_docs: int = 20_000
 
 
 @dataclass

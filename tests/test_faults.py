@@ -8,6 +8,8 @@
   inside near dedup and during decompose, each time followed by ``--resume``: the last
   one ends with outputs identical to an uninterrupted run, every resume skips finished
   tasks, and the earlier complete run in OUT stays whole until the new one completes;
+* the same global stages in one task (the small-input path): identical outputs, also
+  when that task's worker dies;
 * a ``ray start`` cluster on the machine is killed while two runs with no address and
   one joined to it are going: the two private runs complete identically, the joined one
   stops within a minute with one line.
@@ -68,7 +70,7 @@ def pipeline(tmp_path_factory) -> Path:
     cfg = {
         "input": {"path": str(d / "in.jsonl"), "chunk_bytes": 500_000},
         "output": str(d / "unused"),
-        "ray": {"num_cpus": 2},
+        "ray": {"num_cpus": 2, "small_input_docs": 0},  # the distributed phases (the one-task path: below)
         "stages": [
             {"heuristics": {}},
             {"exact_dedup": {"mode": "document", "num_shards": 2, "expected_items": 10_000}},
@@ -107,6 +109,20 @@ def test_worker_deaths_in_every_kind_of_stage_leave_the_output_unchanged(pipelin
     for spec in armed:
         stage, phase, n = spec.split(":")
         assert faults.fired(stage, phase, int(n), str(fdir)), f"{spec} never fired"
+    assert_same(clean, out)
+
+
+def test_small_input_path_gives_the_same_output_and_survives_a_worker_death(pipeline, clean, tmp_path):
+    """Below ray.small_input_docs a global stage runs its phases in one task: same
+    decisions, shards and saved filter as the distributed phases; its task retried after
+    a worker death (in near dedup, after the signatures were journaled) changes nothing."""
+    fdir = tmp_path / "faults"
+    out = tmp_path / "out"
+    res = _run(pipeline, out, "--set", "ray.small_input_docs=100000",
+               env=_env(DATACURATE_FAULT="near_dedup:edges:0", DATACURATE_FAULT_DIR=str(fdir)))
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert faults.fired("near_dedup", "edges", 0, str(fdir))
+    assert "near_dedup signatures: skipped" in res.stdout + res.stderr  # the retried task found them journaled
     assert_same(clean, out)
 
 

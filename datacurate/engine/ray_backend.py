@@ -177,3 +177,15 @@ def shutdown() -> None:
     if stop is not None:
         stop.set()
     ray.shutdown()
+
+
+def _local_stage(batch: pa.Table, kwargs: dict) -> pa.Table:
+    from datacurate.engine.local import run_stage
+
+    return pa.table({"out": [json.dumps(run_stage(**kwargs))]})
+
+
+def run_global_in_one_task(**kwargs) -> dict:
+    """:func:`datacurate.engine.local.run_stage` inside one Ray task (retried like any other)."""
+    ds = map_items(["local"], _local_stage, {"kwargs": kwargs})
+    return json.loads(next(iter(ds.iter_rows()))["out"])

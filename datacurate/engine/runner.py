@@ -233,6 +233,7 @@ def _curate(cfg: PipelineConfig, tasks, journal: Journal, staging: str, show: bo
     """Every segment's map tasks and every global stage, into ``staging``; the report."""
     from datacurate.engine import ray_backend
     from datacurate.engine.context import GlobalContext, StagedOutputs
+    from datacurate.engine.local import input_docs
     from datacurate.engine.process import work_dir
     from datacurate.stages import STAGES
 
@@ -260,13 +261,20 @@ def _curate(cfg: PipelineConfig, tasks, journal: Journal, staging: str, show: bo
                         log(f"[datacurate] {spec.name}: global phases")
                     t1 = time.perf_counter()
                     index = next(i for i, s in enumerate(cfg.stages) if s is spec or s == spec)
-                    ctx = GlobalContext(run_cfg, seg.index, spec.name, journal, final_out, outputs,
-                                        run_config=cfg, spec_index=index, log=log)
-                    metrics = STAGES[spec.name](spec.config).run_global(ctx)
+                    files = sorted(glob.glob(os.path.join(work_dir(staging, seg.index - 1), "*.parquet")))
+                    if input_docs(files) < cfg.ray.small_input_docs:
+                        res = ray_backend.run_global_in_one_task(
+                            spec=spec, cfg=run_cfg, seg_index=seg.index, journal=journal, final_out=final_out,
+                            outputs=outputs, run_config=cfg, spec_index=index)
+                        metrics, n_skipped = res["metrics"], res["skipped"]
+                    else:
+                        ctx = GlobalContext(run_cfg, seg.index, spec.name, journal, final_out, outputs,
+                                            run_config=cfg, spec_index=index, log=log)
+                        metrics, n_skipped = STAGES[spec.name](spec.config).run_global(ctx), ctx.skipped
                     info = {"metrics": metrics, "phase_seconds": time.perf_counter() - t1}
                     journal.record(f"g{seg.index}", "done", info)
-                    skipped += ctx.skipped
-                    total += ctx.skipped
+                    skipped += n_skipped
+                    total += n_skipped
                 else:
                     log(f"[datacurate] resume: {spec.name}: skipped 1 of 1 global stages done before")
                     skipped += 1

@@ -39,7 +39,7 @@ def main(mode: str, inp: str, out: str) -> None:
     cfg = load_config({
         "input": {"path": inp, "batch_rows": 64},
         "output": out,
-        "ray": {"progress": False},
+        "ray": {"progress": False, "small_input_docs": 0},  # the distributed phases, not the one-task path
         "stages": [
             {"exact_dedup": {"expected_items": 100_000, "num_shards": 3, "chunk": 50}},
             # one worker: components in one task; the others: distributed star rounds
