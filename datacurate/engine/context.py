@@ -166,7 +166,8 @@ class GlobalContext:
     """One global stage's view of the run (see the module docstring)."""
 
     def __init__(self, cfg, seg_index: int, stage: str, journal: Journal, final_out: str, outputs: "StagedOutputs",
-                 run_config=None, spec_index: int = 0, log: Callable[[str], None] | None = None):
+                 run_config=None, spec_index: int = 0, log: Callable[[str], None] | None = None,
+                 progress: Callable | None = None):
         from datacurate.config import to_dict
         from datacurate.engine.process import work_dir
 
@@ -181,6 +182,7 @@ class GlobalContext:
         self.files = sorted(glob.glob(os.path.join(work_dir(self.out, seg_index - 1), "*.parquet")))
         self.outputs = outputs
         self.log = log or (lambda m: None)
+        self.progress = progress  # progress(stage, phase, done, total, started) as per-file tasks end
         self.skipped = 0  # per-file tasks found done in the journal
 
     # ---- where things go
@@ -230,10 +232,15 @@ class GlobalContext:
         self.skipped += len(files) - len(todo)
         results = dict(done)
         if todo:
+            import time
+
+            started = time.perf_counter()
             ds = map_items(todo, _per_file, {"fn": fn, "kwargs": kwargs, "stage": self.stage, "phase": phase,
                                              "journal": self.journal if journal else None, "kind": kind})
-            for row in ds.iter_rows():
+            for i, row in enumerate(ds.iter_rows(), start=1):
                 results[row["key"]] = json.loads(row["out"])
+                if self.progress is not None:
+                    self.progress(self.stage, phase, i, len(todo), started)
         return [results[k] for k in keys]
 
     def actors(self, cls: type, args: Sequence[tuple]) -> list[ActorRef]:

@@ -132,7 +132,7 @@ def _run_items(batch: pa.Table, cfg: PipelineConfig, seg_index: int, key: str, j
             journal.record(f"s{seg_index}", name, stats)
         for stage in stages:
             faults.point(stage.name, "map")
-        yield pa.table({"stats": [json.dumps(stats)]})
+        yield pa.table({"key": [name], "stats": [json.dumps(stats)]})
 
 
 def quiet_data_context():
@@ -148,16 +148,16 @@ def quiet_data_context():
     return ctx
 
 
-def run_segment(cfg: PipelineConfig, seg_index: int, items: list[tuple[str, str]], on_stats: Callable[[dict], None],
-                journal=None) -> None:
+def run_segment(cfg: PipelineConfig, seg_index: int, items: list[tuple[str, str]],
+                on_stats: Callable[[dict, str], None], journal=None) -> None:
     """Run one segment's map work over ``items`` ((name, read task or part file)); ``on_stats``
-    gets each item's stats on the driver; with a ``journal`` each finished item is recorded."""
+    gets each item's stats and name on the driver; with a ``journal`` each finished item is recorded."""
     if not items:
         return
     ds = map_items([json.dumps(list(i)) for i in items], _run_items,
                    {"cfg": cfg, "seg_index": seg_index, "key": str(hash(repr(cfg.stages))), "journal": journal})
     for row in ds.iter_rows():
-        on_stats(json.loads(row["stats"]))
+        on_stats(json.loads(row["stats"]), row["key"])
 
 
 def map_items(items: list[str], fn: Callable, fn_kwargs: dict):

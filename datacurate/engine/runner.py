@@ -16,6 +16,7 @@ from typing import Callable
 from datacurate.config import ConfigError, PipelineConfig, check_order, dump_config, to_dict
 from datacurate.engine import faults
 from datacurate.engine.journal import Journal
+from datacurate.engine.progress import Progress
 from datacurate.engine.process import build_stages
 from datacurate.engine.stats import finalize, format_funnel, merge
 from datacurate.io import plan_reads
@@ -128,25 +129,6 @@ def _drop_temporaries(root: str) -> None:
                 os.remove(os.path.join(d, name))
 
 
-class _Progress:
-    def __init__(self, n_tasks: int, enabled: bool, stream=sys.stderr, every: float = 2.0):
-        self.n_tasks, self.enabled, self.stream, self.every = n_tasks, enabled, stream, every
-        self.t0 = self.last = time.perf_counter()
-        self.stats: dict = {}
-
-    def __call__(self, task_stats: dict) -> None:
-        merge(self.stats, task_stats)
-        now = time.perf_counter()
-        if self.enabled and (now - self.last >= self.every or self.stats.get("tasks") == self.n_tasks):
-            self.last = now
-            s = self.stats
-            rej = sum(s.get("rejected", {}).values())
-            rate = s.get("read", 0) / max(now - self.t0, 1e-9)
-            print(f"[datacurate] tasks {s.get('tasks', 0)}/{self.n_tasks}  read {s.get('read', 0):,}  "
-                  f"kept {s.get('kept', 0):,}  rejected {rej:,}  {rate:,.0f} docs/s",
-                  file=self.stream, flush=True)
-
-
 def run_pipeline(cfg: PipelineConfig, progress: bool | None = None, log: Callable[[str], None] | None = None,
                  resume: bool = False, report: bool = True) -> dict:
     """Run ``cfg``; return the stats report (also written to OUT/stats.json).
@@ -158,6 +140,7 @@ def run_pipeline(cfg: PipelineConfig, progress: bool | None = None, log: Callabl
     """
     from datacurate.stages import GlobalStage
 
+    default_log = log is None
     log = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
     t0 = time.perf_counter()
     tasks = plan_reads(cfg.input)  # fails fast on missing or unreadable inputs
@@ -191,7 +174,7 @@ def run_pipeline(cfg: PipelineConfig, progress: bool | None = None, log: Callabl
     show = cfg.ray.progress if progress is None else progress
     rep = journal.get("run", "curation")
     if rep is None:
-        rep = _curate(cfg, tasks, journal, staging, show, log, resumed=not fresh)
+        rep = _curate(cfg, tasks, journal, staging, show, log, resumed=not fresh, default_log=default_log)
         journal.record("run", "curation", rep)
     elif not fresh:
         log("[datacurate] resume: curation was complete")
@@ -229,7 +212,8 @@ def _read_stats(out: str) -> dict | None:
         return None
 
 
-def _curate(cfg: PipelineConfig, tasks, journal: Journal, staging: str, show: bool, log, resumed: bool) -> dict:
+def _curate(cfg: PipelineConfig, tasks, journal: Journal, staging: str, show: bool, log, resumed: bool,
+            default_log: bool = True) -> dict:
     """Every segment's map tasks and every global stage, into ``staging``; the report."""
     from datacurate.engine import ray_backend
     from datacurate.engine.context import GlobalContext, StagedOutputs
@@ -246,15 +230,20 @@ def _curate(cfg: PipelineConfig, tasks, journal: Journal, staging: str, show: bo
         log(f"[datacurate] {len(tasks)} read tasks over {len({t.path for t in tasks})} files -> {cfg.output.path}")
     os.environ[faults.DRIVER_ENV] = str(os.getpid())  # for the fault injection of tests (kill-driver)
     started = ray_backend.init_ray(cfg.ray)
-    tracker = _Progress(len(tasks), show)
+    tracker = Progress(show, log=None if default_log else log)
     global_info: dict = {}
     skipped, total = 0, 0
+    segments = ray_backend.segments_of(run_cfg)
     try:
-        for seg in ray_backend.segments_of(run_cfg):
+        for seg in segments:
+            later = [s.global_before.name for s in segments[seg.index + 1:]]
+            names = [s.name for s in seg.maps]
             if seg.global_before is None:
                 items = [(f"t{t.index:06d}", json.dumps(t.to_dict())) for t in tasks]
+                sizes = {f"t{t.index:06d}": t.size for t in tasks}
             else:
                 spec = seg.global_before
+                names = [spec.name] + names
                 info = journal.get(f"g{seg.index}", "done")
                 if info is None:
                     if show:
@@ -269,7 +258,7 @@ def _curate(cfg: PipelineConfig, tasks, journal: Journal, staging: str, show: bo
                         metrics, n_skipped = res["metrics"], res["skipped"]
                     else:
                         ctx = GlobalContext(run_cfg, seg.index, spec.name, journal, final_out, outputs,
-                                            run_config=cfg, spec_index=index, log=log)
+                                            run_config=cfg, spec_index=index, log=log, progress=tracker.phase)
                         metrics, n_skipped = STAGES[spec.name](spec.config).run_global(ctx), ctx.skipped
                     info = {"metrics": metrics, "phase_seconds": time.perf_counter() - t1}
                     journal.record(f"g{seg.index}", "done", info)
@@ -282,18 +271,19 @@ def _curate(cfg: PipelineConfig, tasks, journal: Journal, staging: str, show: bo
                 global_info[spec.name] = info
                 files = sorted(glob.glob(os.path.join(work_dir(staging, seg.index - 1), "*.parquet")))
                 items = [(os.path.basename(p), p) for p in files]
-                tracker.n_tasks += len(items)
+                sizes = {os.path.basename(p): os.path.getsize(p) for p in files}
+            tracker.segment(seg.index, len(items), names, later, sum(sizes.values()))
             done = journal.entries(f"s{seg.index}")
             todo = [(k, v) for k, v in items if k not in done]
             for k, _ in items:
                 if k in done:
-                    tracker(done[k])
+                    tracker(done[k], sizes[k], fresh=False)
             if resumed and len(todo) < len(items):
                 log(f"[datacurate] resume: segment {seg.index}: skipped {len(items) - len(todo)} of {len(items)} "
                     "map tasks done before")
             skipped += len(items) - len(todo)
             total += len(items)
-            ray_backend.run_segment(run_cfg, seg.index, todo, tracker, journal)
+            ray_backend.run_segment(run_cfg, seg.index, todo, lambda st, key: tracker(st, sizes[key]), journal)
     finally:
         if started:
             ray_backend.shutdown()
