@@ -150,7 +150,7 @@ def run_pipeline(cfg: PipelineConfig, progress: bool | None = None, log: Callabl
             stage.preflight(cfg, i)
     check_model_sections(cfg)
     out = cfg.output.path
-    staging = os.path.join(out, STAGING)
+    staging = os.path.abspath(os.path.join(out, STAGING))  # workers may not share the driver's cwd
     journal = Journal(os.path.join(staging, "_work", "journal"))
     digest = config_sha256(cfg)
     started = journal.get("run", "config")
