@@ -17,20 +17,7 @@ from typing import Any, Literal, Optional
 import yaml
 
 from datacurate.coerce import ConfigError, coerce, from_dict, unknown_key  # noqa: F401 - re-exported
-
-
-@dataclass
-class InputConfig:
-    path: list[str] = field(default_factory=list)  # files, directories or globs
-    format: Literal["auto", "jsonl", "parquet"] = "auto"  # auto: by file extension
-    text_field: str = "text"
-    id_field: str = "id"  # when absent in a record, id = "<source>:<line>"
-    domain_field: str = "domain"
-    default_domain: str = "unknown"  # domain for records without one
-    max_doc_chars: int = 10_000_000  # longer documents are rejected as input/doc_too_large
-    invalid_utf8: Literal["reject", "replace"] = "reject"  # replace: decode with U+FFFD and keep
-    chunk_bytes: int = 64 << 20  # plain JSONL files are split into read tasks of about this size
-    batch_rows: int = 2048  # rows per Arrow batch flowing through the stages
+from datacurate.input_config import InputConfig  # noqa: F401 - re-exported
 
 
 @dataclass

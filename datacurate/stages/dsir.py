@@ -90,7 +90,7 @@ class DsirConfig:
 
 def target_input(t: DsirTargetConfig):
     """The target files as an input config (read by the same readers as the input)."""
-    from datacurate.config import InputConfig
+    from datacurate.input_config import InputConfig
 
     return InputConfig(path=list(t.path), format=t.format, text_field=t.text_field)
 
