@@ -12,7 +12,7 @@ import dataclasses
 import difflib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Optional
+from typing import Any, Optional
 
 import yaml
 
