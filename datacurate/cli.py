@@ -374,7 +374,10 @@ def main(argv: list[str] | None = None) -> int:
     import signal
 
     if hasattr(signal, "SIGUSR1"):  # `kill -USR1 <pid>` prints every thread's stack (a run that seems stuck)
-        faulthandler.register(signal.SIGUSR1, all_threads=True)
+        try:
+            faulthandler.register(signal.SIGUSR1, all_threads=True)
+        except (ValueError, OSError, AttributeError):  # stderr without a file descriptor (captured)
+            pass
     args = build_parser().parse_args(argv)
     try:
         return args.fn(args)
