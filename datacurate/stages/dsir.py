@@ -249,6 +249,13 @@ class Dsir(GlobalStage):
             except InputError as e:
                 raise InputError(f"dsir.target: {e}") from None
 
+    def preflight(self, cfg, index: int) -> None:
+        """The target files hold the text field (checked before any work, like the input)."""
+        if self.config.target.path:
+            from datacurate.io import plan_reads
+
+            plan_reads(target_input(self.config.target), text_key="dsir.target.text_field")
+
     def target_counts_from_files(self) -> np.ndarray:
         """In-process fit of the target distribution from ``target.path``."""
         from datacurate.io import read_texts
@@ -452,7 +459,7 @@ def run_distributed(c: DsirConfig, ctx) -> dict:
     else:
         from datacurate.io import plan_reads
 
-        tasks = [t.to_dict() for t in plan_reads(target_input(c.target))]
+        tasks = [t.to_dict() for t in plan_reads(target_input(c.target), text_key="dsir.target.text_field")]
         rows = ctx.map_files("fit_target", _phase_fit_target, files=[json.dumps(t) for t in tasks],
                              keys=[f"target-{t['index']:06d}" for t in tasks], c=c, d=d)
         tgt = _total([r["tgt"] for r in rows], c.num_buckets)
