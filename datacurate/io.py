@@ -466,7 +466,7 @@ def _read_parquet(task: ReadTask, cfg: InputConfig) -> Iterator[pa.Table]:
 def write_atomic(table: pa.Table, path: str, compression: str = "zstd") -> None:
     """Write to a temporary name and rename: a crashed task never leaves half a file."""
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    tmp = path + ".tmp"
+    tmp = f"{path}.tmp{os.getpid()}"  # per process: a re-run task may overlap a dying one
     pq.write_table(table, tmp, compression=compression)
     os.replace(tmp, path)
 

@@ -53,7 +53,7 @@ def bucket_dir(seq_len: int) -> str:
 def _atomic(path: str):
     """A binary file handle on ``path.tmp``, renamed to ``path`` once the block completes."""
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    tmp = f"{path}.tmp"
+    tmp = f"{path}.tmp{os.getpid()}"  # per process: a re-run task may overlap a dying one
     with open(tmp, "wb") as f:
         yield f
     os.replace(tmp, path)

@@ -48,7 +48,7 @@ def test_sample_outputs(sample_run):
     kept_files = sorted((out / "kept").glob("part-*.parquet"))
     rejected_files = sorted((out / "rejected").glob("part-*.parquet"))
     assert kept_files and rejected_files
-    assert not list(out.rglob("*.tmp"))
+    assert not list(out.rglob("*.tmp*"))
     # base columns, then each stage's annotations in stage order; rejected adds the reason
     columns = {"id": pa.string(), "text": pa.large_string(), "domain": pa.string(), "source": pa.string()}
     for spec in cfg.stages:

@@ -8,6 +8,7 @@ import glob
 import hashlib
 import json
 import os
+import re
 import shutil
 import sys
 import time
@@ -125,7 +126,7 @@ def _drop_temporaries(root: str) -> None:
     """Half-written files a killed task left (``*.tmp<pid>``): never part of the output."""
     for d, _, files in os.walk(root):
         for name in files:
-            if ".tmp" in name.rsplit("/", 1)[-1] and not name.endswith((".parquet", ".json", ".npy", ".bin")):
+            if re.search(r"\.tmp\d*(\.npy)?$", name):
                 os.remove(os.path.join(d, name))
 
 

@@ -95,8 +95,9 @@ class BloomFilter:
 
     def save(self, path: str) -> None:
         os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-        np.save(path + ".tmp.npy", self.data)
-        os.replace(path + ".tmp.npy", path + ".npy")
+        tmp = f"{path}.tmp{os.getpid()}.npy"
+        np.save(tmp, self.data)
+        os.replace(tmp, path + ".npy")
         with open(path + ".json", "w") as f:
             json.dump({"bits": self.m, "k": self.k}, f)
 
