@@ -13,6 +13,7 @@ import typing
 
 from datacurate.config import ConfigError, load_config
 from datacurate.io import InputError
+from datacurate.storage import StorageError
 from datacurate.train.checkpoint import CheckpointError
 from datacurate.train.data import ShardError
 
@@ -373,7 +374,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.fn(args)
-    except (ConfigError, InputError, FileNotFoundError, ShardError, CheckpointError) as e:
+    except (ConfigError, InputError, FileNotFoundError, ShardError, CheckpointError, StorageError) as e:
         print(f"datacurate: error: {e}", file=sys.stderr)
         return 2
 
