@@ -56,7 +56,8 @@ def set_auth(on: bool) -> None:
     """Turn moto's IAM checks on (every request must carry a known key allowed the action)
     or off (any key is accepted)."""
     req = urllib.request.Request(os.environ["AWS_ENDPOINT_URL"] + "/moto-api/reset-auth",
-                                 data=b"0" if on else b"inf", method="POST")
+                                 data=b"0" if on else b"inf", method="POST",
+                                 headers={"Content-Type": "application/octet-stream"})
     urllib.request.urlopen(req).read()
 
 

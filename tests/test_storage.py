@@ -25,7 +25,7 @@ from tests import s3
 
 REPO = Path(__file__).resolve().parent.parent
 CORPUS = REPO / "sample_data" / "corpus"
-TIMINGS = ("wall", "elapsed")
+TIMINGS = ("wall", "elapsed", "config_sha256")  # the config names other input paths
 
 
 def _lines(path: Path, n: int) -> list[bytes]:
@@ -85,7 +85,7 @@ def _flat(obj, paths: tuple[str, ...], key: str = "") -> dict:
     if isinstance(obj, dict):
         out = {}
         for k, v in obj.items():
-            if not (k in TIMINGS or k.endswith(("seconds", "_s", "per_s"))):
+            if not (k in TIMINGS or k.endswith(("seconds", "_s", "per_second"))):
                 out.update(_flat(v, paths, f"{key}.{k}"))
         return out
     if isinstance(obj, list):
@@ -118,5 +118,77 @@ def test_pipeline_on_s3_matches_local(runs):
     assert not _diff(_flat(stats, ("s3://data/out",)), _flat(local, (str(local_out),)))
     manifest = json.loads(s3.get("s3://data/out/shards/manifest.json"))
     local_manifest = json.loads((local_out / "shards" / "manifest.json").read_text())
-    assert not _diff(_flat(manifest, ("s3://data/out",)), _flat(local_manifest, (str(local_out),)))
+    # the manifest records the run's configuration: only where the inputs were differs
+    given = (".input.path[0]", ".dsir.target.path[0]", ".output.work_dir")
+    assert set(_diff(_flat(manifest, ("s3://data/out",)), _flat(local_manifest, (str(local_out),)))) == {
+        f".source_run.config{k}" for k in (given[0], ".stages[6]" + given[1], given[2])}
     assert local["totals"]["read"] == 270 and local["totals"]["kept"] > 0
+
+
+@pytest.fixture
+def error_input(s3_server):
+    s3.make_bucket("data")
+    s3.client().put_object(Bucket="data", Key="errin/docs.jsonl", Body=b'{"text": "One short document."}\n')
+    return "s3://data/errin"
+
+
+def _run_cli(capsys, inp: str, out: str) -> tuple[int, list[str]]:
+    from datacurate.cli import main
+
+    rc = main(["run", str(REPO / "pipelines" / "langid_only.yaml"), "--input", inp, "--output", out, "--quiet"])
+    return rc, [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+
+
+@pytest.mark.parametrize("who", ["bad_key", "no_permission"])
+def test_refused_credentials_fail_in_one_line(who, error_input, capsys, monkeypatch):
+    outsider = s3.iam_user(f"outsider-{os.getpid()}", allow_s3=False) if who == "no_permission" else {
+        "AWS_ACCESS_KEY_ID": "AKIANOSUCHKEY0000000", "AWS_SECRET_ACCESS_KEY": "wrong"}
+    s3.set_auth(True)  # from here on the server checks every request's key and permissions
+    try:
+        for k, v in outsider.items():
+            monkeypatch.setenv(k, v)
+        rc, err = _run_cli(capsys, error_input, "s3://data/errout")
+    finally:
+        s3.set_auth(False)
+    assert rc == 2 and len(err) == 1, err
+    assert ("credentials were refused" if who == "bad_key" else "access denied") in err[0], err
+    assert s3.keys("s3://data/errout") == []
+
+
+def test_missing_bucket_fails_in_one_line(error_input, small_corpus, capsys):
+    rc, err = _run_cli(capsys, "s3://nosuchbucket/corpus", "s3://data/errout")
+    assert rc == 2 and len(err) == 1 and "bucket 'nosuchbucket' does not exist" in err[0], err
+    rc, err = _run_cli(capsys, str(small_corpus), "s3://nosuchbucket/out")
+    assert rc == 2 and len(err) == 1 and "bucket 'nosuchbucket' does not exist" in err[0], err
+    assert s3.keys("s3://data/errout") == []
+
+
+def test_dead_endpoint_fails_in_one_line_not_a_hang(error_input, tmp_path):
+    import socket
+
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{s.getsockname()[1]}"
+    env = {**os.environ, "AWS_ENDPOINT_URL": dead}
+    proc = subprocess.run([sys.executable, "-m", "datacurate.cli", "run", str(REPO / "pipelines" / "langid_only.yaml"),
+                           "--input", error_input, "--output", str(tmp_path / "out"), "--quiet"],
+                          env=env, capture_output=True, text=True, timeout=120)
+    err = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert proc.returncode == 2 and len(err) == 1 and "does not answer" in err[0], err
+    assert not (tmp_path / "out").exists()
+
+
+def test_s3_listing_globs_and_read_plan_match_local(s3_server, small_corpus):
+    from datacurate.config import InputConfig
+    from datacurate.io import expand_inputs, plan_reads
+
+    s3.make_bucket("plan")
+    s3.upload_dir(small_corpus, "s3://plan/corpus")
+    for pattern in ("**/*.jsonl", "*.jsonl*", "web/*", "[fl]*"):
+        remote = [src for _, src in expand_inputs([f"s3://plan/corpus/{pattern}"])]
+        local = [src for _, src in expand_inputs([f"{small_corpus}/{pattern}"])]
+        assert remote == local and remote, pattern
+    plan = lambda p: [(t.source, t.fmt, t.start, t.end, t.first_line) for t in plan_reads(InputConfig(path=[p], chunk_bytes=4096))]
+    remote, local = plan("s3://plan/corpus"), plan(str(small_corpus))
+    assert remote == local
+    assert sum(1 for t in local if t[0] == "news.jsonl") > 3  # cut into ranged read tasks at line ends
