@@ -69,7 +69,8 @@ def filesystem(path: str) -> tuple[pafs.FileSystem, str]:
     scheme, rest = path.split("://", 1)
     if scheme not in ("s3", "s3a"):
         raise StorageError(f"{path}: unsupported scheme {scheme}:// (local paths, file:// and s3:// are)")
-    key = (scheme, _endpoint(), os.environ.get("AWS_ACCESS_KEY_ID"), os.environ.get("AWS_PROFILE"))
+    key = (scheme, _endpoint(), *(os.environ.get(k) for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
+                                                               "AWS_SESSION_TOKEN", "AWS_PROFILE")))
     if key not in _FS:
         kw = {}
         endpoint = _endpoint()
@@ -131,12 +132,6 @@ def isfile(path: str) -> bool:
     if not is_remote(path):
         return os.path.isfile(local_path(path))
     return info(path).type == pafs.FileType.File
-
-
-def isdir(path: str) -> bool:
-    if not is_remote(path):
-        return os.path.isdir(local_path(path))
-    return info(path).type == pafs.FileType.Directory
 
 
 def size(path: str) -> int:
@@ -307,17 +302,12 @@ def delete(path: str) -> None:
         _wrap(fs.delete_dir_contents, path, p, missing_dir_ok=True)
 
 
-def upload_tree(local_dir: str, url: str, skip: tuple[str, ...] = (), last: tuple[str, ...] = ()) -> list[str]:
+def upload_tree(local_dir: str, url: str, last: tuple[str, ...] = ()) -> None:
     """Every file under ``local_dir`` to the same relative keys under ``url``; the names
-    in ``last`` (relative paths) go after all others. Returns the relative paths."""
-    rels = []
-    for d, dirs, files in os.walk(local_dir):
-        dirs[:] = sorted(x for x in dirs if os.path.relpath(os.path.join(d, x), local_dir) not in skip)
-        rels += [os.path.relpath(os.path.join(d, f), local_dir) for f in sorted(files)]
-    rels = [r for r in rels if r not in skip]
+    in ``last`` (relative paths) after all others."""
+    rels = [os.path.relpath(os.path.join(d, f), local_dir) for d, _, files in os.walk(local_dir) for f in files]
     for rel in sorted(rels, key=lambda r: (r in last, r)):
         put_file(os.path.join(local_dir, rel), join(url, *rel.split(os.sep)))
-    return rels
 
 
 def iter_chunks(f, start: int, end: int, chunk: int = 16 << 20) -> Iterator[bytes]:

@@ -192,3 +192,27 @@ def test_s3_listing_globs_and_read_plan_match_local(s3_server, small_corpus):
     remote, local = plan("s3://plan/corpus"), plan(str(small_corpus))
     assert remote == local
     assert sum(1 for t in local if t[0] == "news.jsonl") > 3  # cut into ranged read tasks at line ends
+
+
+def test_killed_run_leaves_no_stats_json_in_the_bucket_and_resumes(s3_server, small_corpus, tmp_path):
+    """The driver is SIGKILLed after its first map task (a real crash of the whole run):
+    nothing is published; --resume finishes from the journal in the mirror and publishes."""
+    s3.make_bucket("crash")
+    s3.upload_dir(small_corpus, "s3://crash/corpus")
+    cmd = [sys.executable, "-m", "datacurate.cli", "run", str(REPO / "pipelines" / "langid_only.yaml"), "--input",
+           "s3://crash/corpus", "--output", "s3://crash/out", "--quiet", "--no-report", "--set", "ray.num_cpus=2",
+           "--set", f"output.work_dir={tmp_path / 'mirror'}"]
+    env = {**os.environ, "DATACURATE_FAULT": "langid:map:2:kill-driver", "DATACURATE_FAULT_DIR": str(tmp_path)}
+    env.pop("RAY_ADDRESS", None)
+    killed = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    assert killed.returncode == -9, killed.stderr[-2000:]
+    assert s3.keys("s3://crash/out") == []  # not even a part: nothing is published before the run is complete
+    done = subprocess.run(cmd + ["--resume"], env={**env, "DATACURATE_FAULT": ""}, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "resume: skipped" in done.stderr
+    stats = json.loads(s3.get("s3://crash/out/stats.json"))
+    assert stats["totals"]["accounted"] and stats["totals"]["read"] == 270
+    kept = pq.read_table(pa.BufferReader(s3.get(next(f"s3://crash/{k}" for k in s3.keys("s3://crash/out/kept")))))
+    assert kept.num_rows > 0
+    assert not (tmp_path / "mirror" / "out").exists()  # the mirror goes once published
