@@ -304,10 +304,18 @@ def delete(path: str) -> None:
 
 def upload_tree(local_dir: str, url: str, last: tuple[str, ...] = ()) -> None:
     """Every file under ``local_dir`` to the same relative keys under ``url``; the names
-    in ``last`` (relative paths) after all others."""
-    rels = [os.path.relpath(os.path.join(d, f), local_dir) for d, _, files in os.walk(local_dir) for f in files]
+    in ``last`` (relative paths) after all others. A symlink (a checkpoint directory's
+    ``latest``) becomes a small object holding its target's name."""
+    rels, links = [], []
+    for d, dirs, files in os.walk(local_dir):
+        for name in dirs + files:
+            path = os.path.join(d, name)
+            (links if os.path.islink(path) else rels if name in files else []).append(
+                os.path.relpath(path, local_dir))
     for rel in sorted(rels, key=lambda r: (r in last, r)):
         put_file(os.path.join(local_dir, rel), join(url, *rel.split(os.sep)))
+    for rel in links:
+        write_text(join(url, *rel.split(os.sep)), os.readlink(os.path.join(local_dir, rel)))
 
 
 def iter_chunks(f, start: int, end: int, chunk: int = 16 << 20) -> Iterator[bytes]:

@@ -216,3 +216,26 @@ def test_killed_run_leaves_no_stats_json_in_the_bucket_and_resumes(s3_server, sm
     kept = pq.read_table(pa.BufferReader(s3.get(next(f"s3://crash/{k}" for k in s3.keys("s3://crash/out/kept")))))
     assert kept.num_rows > 0
     assert not (tmp_path / "mirror" / "out").exists()  # the mirror goes once published
+
+
+def test_side_inputs_from_s3_read_as_local(s3_server, monkeypatch, tmp_path):
+    """A tokenizer, a mixture file and a domain-weights file named by s3:// URLs give what
+    the same local files give; a missing one is the same one-line error."""
+    from datacurate.config import ConfigError
+    from datacurate.stages.mixture import load_weights
+    from datacurate.tokenizer import DEFAULT_TOKENIZER, load_tokenizer
+    from datacurate.train.data import ShardError, load_domain_weights
+
+    monkeypatch.setenv("HOME", str(tmp_path))  # the local copies go to ~/.cache/datacurate
+    s3.make_bucket("side")
+    weights = json.dumps({"domain_weights": {"a": 3, "b": 1}}).encode()
+    s3.client().put_object(Bucket="side", Key="w.json", Body=weights)
+    s3.client().put_object(Bucket="side", Key="tok.json", Body=DEFAULT_TOKENIZER.read_bytes())
+    (tmp_path / "w.json").write_bytes(weights)
+    assert load_tokenizer("s3://side/tok.json")[1].sha256 == load_tokenizer(DEFAULT_TOKENIZER)[1].sha256
+    assert load_weights(None, "s3://side/w.json")[0] == load_weights(None, str(tmp_path / "w.json"))[0]
+    assert list(load_domain_weights("s3://side/w.json", ["a", "b"])) == [0.75, 0.25]
+    with pytest.raises(ShardError, match="file not found: s3://side/nope.json"):
+        load_domain_weights("s3://side/nope.json", ["a", "b"])
+    with pytest.raises(ConfigError, match="tokenizer file not found: s3://side/nope.json"):
+        load_tokenizer("s3://side/nope.json")

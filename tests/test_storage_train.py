@@ -6,6 +6,8 @@ import json
 import shutil
 from pathlib import Path
 
+import yaml
+
 from datacurate import storage
 from datacurate.train.loop import train
 from tests import s3
@@ -43,4 +45,25 @@ def test_tiny_training_reads_s3_shards_and_resumes_from_an_s3_checkpoint(s3_serv
     got = [(r["step"], r["loss"]) for r in metrics if "loss" in r]
     assert got == losses(tmp_path / "local")  # bit-identical to the uninterrupted local run
     assert json.loads(s3.get(f"{out}/final.json"))["steps"] == 12
+    assert yaml.safe_load(s3.get(f"{out}/config.yaml"))["shards"] == "s3://train/shards"
     assert s3.get(f"{out}/checkpoints/latest") == b"step-12"
+
+
+def test_doremi_cli_with_s3_shards_and_output_matches_local(s3_server, tmp_path, capsys):
+    from datacurate.cli import main
+
+    shards = markov_set(tmp_path / "synth")
+    s3.make_bucket("doremi")
+    s3.upload_dir(Path(shards), "s3://doremi/shards")
+    common = ["--set", "threads=1", "--set", "model.preset=tiny", "--set", "data.tokens_per_step=1024",
+              "--set", "doremi.reference_steps=4", "--set", "doremi.proxy_steps=4", "--set", "eval_every=0",
+              "--set", f"cache_dir={tmp_path / 'cache'}"]
+    assert main(["doremi", "--shards", shards, "--output", str(tmp_path / "local"), *common]) == 0
+    assert main(["doremi", "--shards", "s3://doremi/shards", "--output", "s3://doremi/out", *common]) == 0
+    capsys.readouterr()
+    want = json.loads((tmp_path / "local" / "domain_weights.json").read_text())
+    assert json.loads(s3.get("s3://doremi/out/domain_weights.json")) == want
+    names = {k.removeprefix("out/") for k in s3.keys("s3://doremi/out")}
+    assert s3.get("s3://doremi/out/reference/checkpoints/latest") == b"step-4"  # the symlink, as an object
+    assert {"reference/checkpoints/step-4/state.json", "proxy/checkpoints/step-4/model.pt"} <= names
+    assert not [n for n in names if ".tmp" in n]

@@ -138,11 +138,16 @@ def publish(mapping: dict[str, str], owned: tuple[str, ...], out: str, log) -> N
     for url, local in mapping.items():
         for d, dirs, files in os.walk(local):
             dirs[:] = sorted(x for x in dirs if not (d == local and x == "_work"))
-            for name in sorted(files):
+            for name in sorted(files) + [x for x in dirs if os.path.islink(os.path.join(d, x))]:
                 rel = os.path.relpath(os.path.join(d, name), local)
-                if rel != "stats.json":
-                    _upload(os.path.join(d, name), storage.join(url, *rel.split(os.sep)), mapping)
-                    n += 1
+                target = storage.join(url, *rel.split(os.sep))
+                if os.path.islink(os.path.join(d, name)):  # a checkpoint dir's latest: an object naming its target
+                    storage.write_text(target, os.readlink(os.path.join(d, name)))
+                elif rel != "stats.json":
+                    _upload(os.path.join(d, name), target, mapping)
+                else:
+                    continue
+                n += 1
     _upload(os.path.join(mapping[out], "stats.json"), stats, mapping)
     log(f"[datacurate] published {n + 1} files to {', '.join(mapping)}")
 

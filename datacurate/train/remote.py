@@ -16,6 +16,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import copy
 import hashlib
 import json
 import os
@@ -107,8 +109,9 @@ def fetch_checkpoint(url: str, cache_dir: str | None = None) -> str:
 class Sync:
     """Mirrors a local training output to its URL (a no-op for a local output)."""
 
-    def __init__(self, url: str | None = None, local: str | None = None):
+    def __init__(self, url: str | None = None, local: str | None = None, names: dict[str, str] | None = None):
         self.url, self.local = url, local
+        self.names = names or {}  # local path -> URL, for the text files uploaded (config.yaml)
 
     def start(self, fresh: bool) -> None:
         """A fresh run: the earlier run's checkpoints in the bucket go (as the local loop's do)."""
@@ -133,7 +136,11 @@ class Sync:
         if not self.url:
             return final
         final = {**final, "checkpoint": storage.join(self.url, "checkpoints", checkpoint.LATEST)}
-        self._put("config.yaml")
+        with open(os.path.join(self.local, "config.yaml")) as f:
+            text = f.read()
+        for path, url in self.names.items():
+            text = text.replace(path, url)
+        storage.write_text(storage.join(self.url, "config.yaml"), text)
         self._put("metrics.jsonl")
         storage.write_text(storage.join(self.url, "final.json"), json.dumps(final, indent=2))
         return final
@@ -147,11 +154,9 @@ class Sync:
 def localize(cfg, resume: bool, rank: int = 0):
     """(cfg with local shards and output, Sync): remote shards cached, a remote output
     mirrored locally, and on ``resume`` its latest checkpoint fetched from the bucket."""
-    import copy
-
     if not (storage.is_remote(cfg.shards) or storage.is_remote(cfg.output)):
         return cfg, Sync()
-    cfg = copy.deepcopy(cfg)
+    given, cfg = cfg, copy.deepcopy(cfg)
     max_bytes = int(cfg.cache_max_gb * 1e9) if cfg.cache_max_gb else None
     if storage.is_remote(cfg.shards):
         cfg.shards = cache_shards(cfg.shards, cfg.cache_dir and os.path.join(cfg.cache_dir, "shards"), max_bytes)
@@ -173,5 +178,28 @@ def localize(cfg, resume: bool, rank: int = 0):
         if storage.isfile(storage.join(url, "metrics.jsonl")):
             storage.get_file(storage.join(url, "metrics.jsonl"), os.path.join(local, "metrics.jsonl"))
     cfg.output = local
-    return cfg, Sync(url, local)
+    return cfg, Sync(url, local, {local: url, cfg.shards: given.shards})
 
+
+
+@contextlib.contextmanager
+def mirrored_output(cfg, resume: bool, last: str):
+    """DoReMi's whole output (reference/, proxy/, weights) for an ``s3://`` output: written to
+    a local mirror (kept for ``--resume`` on this machine), uploaded when the run is done,
+    ``last`` after everything else. Remote shards are cached as for training."""
+    if not (storage.is_remote(cfg.shards) or storage.is_remote(cfg.output)):
+        yield cfg
+        return
+    local = copy.deepcopy(cfg)
+    if storage.is_remote(cfg.shards):
+        local.shards = cache_shards(cfg.shards, cfg.cache_dir and os.path.join(cfg.cache_dir, "shards"),
+                                    int(cfg.cache_max_gb * 1e9) if cfg.cache_max_gb else None)
+    if storage.is_remote(cfg.output):
+        storage.check_bucket(cfg.output)
+        local.output = os.path.join(cfg.cache_dir or storage.cache_root(), "doremi", storage.url_key(cfg.output))
+        if not resume:
+            shutil.rmtree(local.output, ignore_errors=True)
+    yield local
+    if storage.is_remote(cfg.output):
+        storage.delete(storage.join(cfg.output, last))
+        storage.upload_tree(local.output, cfg.output, last=(last,))
