@@ -13,6 +13,7 @@ import typing
 
 from datacurate.config import ConfigError, load_config
 from datacurate.io import InputError
+from datacurate.storage import StorageError
 from datacurate.train.checkpoint import CheckpointError
 from datacurate.train.data import ShardError
 
@@ -228,8 +229,11 @@ def cmd_doremi(args) -> int:
 
     cfg = load_train_config(args.config, args.set, cls=DoremiRunConfig, shards=args.shards, output=args.output,
                             workers=args.workers)
-    weights = run_doremi(cfg, doremi_runner(cfg, _ray_cfg(args) if (cfg.workers > 1 or args.ray_address) else None),
-                         resume=args.resume)
+    from datacurate.train.remote import mirrored_output
+
+    with mirrored_output(cfg, args.resume, last="domain_weights.json") as local:  # s3://: run locally, then upload
+        weights = run_doremi(local, doremi_runner(local, _ray_cfg(args) if (local.workers > 1 or args.ray_address)
+                                                  else None), resume=args.resume)
     print("domain weights: " + "  ".join(f"{k} {v:.4f}" for k, v in weights.items()))
     print(f"outputs: {cfg.output}/domain_weights.json, weights.jsonl, reference/, proxy/")
     return 0
@@ -381,7 +385,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.fn(args)
-    except (ConfigError, InputError, FileNotFoundError, ShardError, CheckpointError) as e:
+    except (ConfigError, InputError, FileNotFoundError, ShardError, CheckpointError, StorageError) as e:
         print(f"datacurate: error: {e}", file=sys.stderr)
         return 2
 

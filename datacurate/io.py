@@ -27,6 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from datacurate import storage
 from datacurate.config import InputConfig
 from datacurate.schema import (
     BASE_COLUMNS, DOMAIN, ID, INPUT_STAGE, ORD, REJECT_REASON, REJECT_STAGE, SOURCE, TEXT, is_internal,
@@ -67,9 +68,13 @@ def detect_format(path: str, fmt: str) -> str | None:
 
 
 def expand_inputs(paths: list[str], fmt: str = "auto") -> list[tuple[str, str]]:
-    """Files, directories (recursive) and globs -> sorted [(absolute path, source name)]."""
+    """Files, directories (recursive) and globs -> sorted [(absolute path or URL, source name)]."""
     found: dict[str, str] = {}
     for spec in paths:
+        if storage.is_remote(spec):
+            found.update(_expand_remote(spec, fmt))
+            continue
+        spec = storage.local_path(spec)
         p = Path(spec).expanduser()
         if any(ch in spec for ch in "*?["):
             matches = sorted(glob.glob(str(p), recursive=True))
@@ -101,6 +106,30 @@ def expand_inputs(paths: list[str], fmt: str = "auto") -> list[tuple[str, str]]:
     return out
 
 
+def _expand_remote(spec: str, fmt: str) -> dict[str, str]:
+    """An object-store file, prefix ("directory") or glob -> {URL: source name}, named as
+    local inputs are (relative to the directory or to the glob's fixed part)."""
+    try:
+        storage.check_bucket(spec)
+        if any(ch in spec for ch in "*?["):
+            matches = storage.glob(spec)
+            if not matches:
+                raise InputError(f"input glob matched no files: {spec}")
+            base = spec.split("*")[0].rsplit("/", 1)[0]
+            return {m: m[len(base):].lstrip("/") for m in matches}
+        st = storage.info(spec)
+        if st.type == storage.pafs.FileType.File:
+            return {spec: spec.rstrip("/").rsplit("/", 1)[-1]}
+        if st.type == storage.pafs.FileType.NotFound:
+            raise InputError(f"input not found: {spec}")
+        files = [u for u in storage.walk_files(spec) if detect_format(u, fmt)]
+        if not files:
+            raise InputError(f"input directory has no JSONL or Parquet files: {spec}")
+        return {u: u[len(spec.rstrip("/")):].lstrip("/") for u in files}
+    except storage.StorageError as e:
+        raise InputError(f"input: {e}") from None
+
+
 def _rel(path: str, base: Path) -> str:
     try:
         return str(Path(path).resolve().relative_to(base.resolve()))
@@ -118,10 +147,10 @@ def plan_reads(cfg: InputConfig, text_key: str = "input.text_field") -> list[Rea
     tasks: list[ReadTask] = []
     for path, source in expand_inputs(cfg.path, cfg.format):
         fmt = detect_format(path, cfg.format)
-        size = os.path.getsize(path)
+        size = storage.size(path) if storage.is_remote(path) else os.path.getsize(path)
         if fmt == "parquet":
             try:
-                pf = pq.ParquetFile(path)
+                pf = pq.ParquetFile(_file(path))
                 meta = pf.metadata
             except Exception as e:  # noqa: BLE001 - report any unreadable parquet in one line
                 raise InputError(f"not a readable Parquet file: {path} ({e})") from None
@@ -218,11 +247,9 @@ def _split_jsonl(path: str, size: int, chunk: int) -> list[tuple[int, int, int]]
     if size <= chunk:
         return [(0, size, 1)]
     bounds = [0]
-    with open(path, "rb") as f:
+    with storage.open_input(path) as f:
         while bounds[-1] + chunk < size:
-            f.seek(bounds[-1] + chunk)
-            f.readline()  # move to the start of the next line
-            pos = f.tell()
+            pos = _next_line(f, bounds[-1] + chunk, not storage.is_remote(path))
             if pos >= size:
                 break
             bounds.append(pos)
@@ -239,17 +266,42 @@ def _split_jsonl(path: str, size: int, chunk: int) -> list[tuple[int, int, int]]
     return out
 
 
+def _file(path: str, stream: bool = False):
+    """A local path as it is (the readers open it themselves); an object as a file."""
+    if not storage.is_remote(path):
+        return open(path, "rb") if stream else path
+    return storage.open_stream(path) if stream else storage.open_input(path)
+
+
+def _next_line(f, pos: int, local: bool) -> int:
+    """The offset of the first line that starts after ``pos`` (or EOF)."""
+    f.seek(pos)
+    if local:
+        f.readline()  # move to the start of the next line
+        return f.tell()
+    while True:  # an object store's file: no buffered readline, read 64 KB at a time
+        buf = f.read(1 << 16)
+        if not buf:
+            return pos
+        i = buf.find(b"\n")
+        if i >= 0:
+            return pos + i + 1
+        pos += len(buf)
+
+
 def _open_lines(task: ReadTask) -> Iterator[bytes]:
     low = task.path.lower()
     if low.endswith(".gz"):
-        with gzip.open(task.path, "rb") as f:
+        with gzip.open(_file(task.path), "rb") as f:
             yield from f
     elif low.endswith((".zst", ".zstd")):
         import zstandard
 
-        with open(task.path, "rb") as raw:
+        with _file(task.path, stream=True) as raw:
             reader = io.BufferedReader(zstandard.ZstdDecompressor().stream_reader(raw), 1 << 20)
             yield from reader
+    elif storage.is_remote(task.path):
+        yield from _range_lines(task)
     else:
         with open(task.path, "rb") as f:
             f.seek(task.start)
@@ -260,6 +312,19 @@ def _open_lines(task: ReadTask) -> Iterator[bytes]:
                     break
                 remaining -= len(line)
                 yield line
+
+
+def _range_lines(task: ReadTask) -> Iterator[bytes]:
+    """The lines of a byte range of an object (ranged GETs of 8 MB), as readline gives them."""
+    rest = b""
+    with storage.open_input(task.path) as f:
+        for buf in storage.iter_chunks(f, task.start, task.end, 8 << 20):
+            lines = (rest + buf).split(b"\n")
+            rest = lines.pop()
+            for line in lines:
+                yield line + b"\n"
+    if rest:
+        yield rest
 
 
 class _Batcher:
@@ -409,7 +474,7 @@ def _read_parquet(task: ReadTask, cfg: InputConfig) -> Iterator[pa.Table]:
     ``text``, as a JSONL reject keeps its raw line: the row group's other columns are
     read only then.
     """
-    pf = pq.ParquetFile(task.path)
+    pf = pq.ParquetFile(_file(task.path))
     names = set(pf.schema_arrow.names)
     cols = [c for c in (cfg.text_field, cfg.id_field, cfg.domain_field) if c in names]
     row, in_task = task.first_line, 0

@@ -21,6 +21,7 @@ from typing import Iterable, Iterator, Optional
 
 import numpy as np
 
+from datacurate import storage
 from datacurate.config import ConfigError
 
 DEFAULT_TOKENIZER = Path(__file__).resolve().parent / "resources" / "tokenizers" / "sample-bpe-8k.json"
@@ -81,6 +82,8 @@ def load_tokenizer(path: str | os.PathLike | None = None, eos_token: Optional[st
     from tokenizers import Tokenizer
 
     path = str(path or DEFAULT_TOKENIZER)
+    if storage.is_remote(path):  # each worker reads its own copy (a cache per machine)
+        path = storage.local_copy(path) if storage.isfile(path) else path
     if not os.path.isfile(path):
         raise ConfigError(f"tokenizer file not found: {path}")
     try:

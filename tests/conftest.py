@@ -8,6 +8,7 @@ a length limit.
 import gzip
 import os
 import shutil
+import socket
 import tempfile
 from pathlib import Path
 
@@ -18,6 +19,20 @@ import pytest
 import zstandard
 
 REPO = Path(__file__).resolve().parent.parent
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# The S3-compatible test server (tests/s3.py) listens here. Its settings go into the
+# environment now, before Ray starts: Ray's workers inherit the driver's environment, and
+# read their S3 inputs as the AWS SDK does, from it.
+S3_ENV = {"AWS_ENDPOINT_URL": f"http://127.0.0.1:{_free_port()}", "AWS_ACCESS_KEY_ID": "testing",
+          "AWS_SECRET_ACCESS_KEY": "testing", "AWS_REGION": "us-east-1", "AWS_EC2_METADATA_DISABLED": "true"}
+os.environ.update(S3_ENV)
 
 
 def pytest_configure(config):
@@ -78,3 +93,14 @@ def write_parquet(tmp_path):
         return path
 
     return write
+
+
+@pytest.fixture(scope="session")
+def s3_server():
+    """A real S3-compatible server (moto in server mode) on the loopback address for the
+    whole session; yields its endpoint URL (tests/s3.py has the helpers)."""
+    from tests.s3 import start_server
+
+    server = start_server(S3_ENV["AWS_ENDPOINT_URL"])
+    yield S3_ENV["AWS_ENDPOINT_URL"]
+    server.stop()

@@ -14,6 +14,7 @@ import sys
 import time
 from typing import Callable
 
+from datacurate import storage
 from datacurate.config import ConfigError, PipelineConfig, check_order, dump_config, to_dict
 from datacurate.engine import faults
 from datacurate.engine.journal import Journal
@@ -51,7 +52,7 @@ def check_model_sections(cfg: PipelineConfig) -> None:
             checkpoint.resolve(ref)
         w = sec.data.domain_weights
         from_doremi = cfg.doremi is not None and w == os.path.join(cfg.doremi.output, "domain_weights.json")
-        if isinstance(w, str) and not from_doremi and not os.path.isfile(w):
+        if isinstance(w, str) and not from_doremi and not storage.isfile(w):
             raise ConfigError(f"{name}.data.domain_weights: file not found: {w}")
 
 
@@ -74,7 +75,7 @@ def config_sha256(cfg: PipelineConfig) -> str:
     doremi sections (not where OUT is, and not the Ray settings)."""
     d = to_dict(cfg)
     d.pop("ray", None)
-    d["output"] = {k: v for k, v in d["output"].items() if k not in ("path", "overwrite", "keep_work")}
+    d["output"] = {k: v for k, v in d["output"].items() if k not in ("path", "overwrite", "keep_work", "work_dir")}
     return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()
 
 
@@ -139,10 +140,21 @@ def run_pipeline(cfg: PipelineConfig, progress: bool | None = None, log: Callabl
     written last, marks OUT complete. ``resume`` continues an interrupted run of the same
     configuration, skipping every task and phase it finished.
     """
+    default_log = log is None  # then progress may redraw in place on a terminal
+    log = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
+    if storage.is_remote(cfg.output.path):  # an object store: a local mirror, published when complete
+        from datacurate.engine.remote import run_remote
+
+        plan_reads(cfg.input)  # fails fast on missing or unreadable inputs, before the bucket is touched
+        return run_remote(cfg, lambda c, r: _run(c, progress, log, r, report, default_log), _owned,
+                          config_sha256(cfg), resume, log)
+    return _run(cfg, progress, log, resume, report, default_log)
+
+
+def _run(cfg: PipelineConfig, progress: bool | None, log: Callable[[str], None], resume: bool, report: bool,
+         default_log: bool = True) -> dict:
     from datacurate.stages import GlobalStage
 
-    default_log = log is None
-    log = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
     t0 = time.perf_counter()
     tasks = plan_reads(cfg.input)  # fails fast on missing or unreadable inputs
     check_order(cfg.stages)

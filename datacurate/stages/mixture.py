@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from datacurate import storage
 from datacurate.coerce import ConfigError
 from datacurate.stages.textstats import mix
 
@@ -34,11 +35,10 @@ def load_weights(mixture: Optional[dict], mixture_file: Optional[str]) -> tuple[
     if mixture and mixture_file:
         raise ConfigError("decompose: set mixture or mixture_file, not both")
     if mixture_file:
-        if not os.path.isfile(mixture_file):
+        if not storage.isfile(mixture_file):
             raise ConfigError(f"decompose: mixture_file not found: {mixture_file}")
         try:
-            with open(mixture_file) as f:
-                data = json.load(f)
+            data = json.loads(storage.read_text(mixture_file))
         except (OSError, ValueError) as e:
             raise ConfigError(f"decompose: mixture_file {mixture_file} is not JSON ({e})") from None
         if isinstance(data, dict) and isinstance(data.get("domain_weights"), dict):

@@ -74,7 +74,13 @@ def steps_in(root: str) -> list[int]:
 
 def resolve(path: str) -> str:
     """A checkpoint directory from a checkpoint dir, ``.../checkpoints/latest``, a
-    ``checkpoints/`` dir or a training output dir."""
+    ``checkpoints/`` dir or a training output dir; in a bucket (``s3://``), downloaded first."""
+    from datacurate import storage
+
+    if storage.is_remote(path):
+        from datacurate.train.remote import fetch_checkpoint
+
+        path = fetch_checkpoint(path)
     if not os.path.exists(path):
         raise CheckpointError(f"checkpoint not found: {path}")
     for cand in (path, os.path.join(path, LATEST), os.path.join(path, "checkpoints", LATEST)):

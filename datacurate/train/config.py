@@ -66,6 +66,10 @@ class TrainConfig:
     log_every: int = 1  # steps between metrics.jsonl lines
     workers: int = 1  # data-parallel workers (Ray Train) ; 1 = in this process
     threads: Optional[int] = None  # CPU threads per worker (torch); null = torch's default
+    # s3:// shards are downloaded here and memory-mapped; an s3:// output is mirrored here
+    # (null = ~/.cache/datacurate); the shard cache holds at most cache_max_gb (0 = no cap)
+    cache_dir: Optional[str] = None
+    cache_max_gb: float = 50.0
 
     def validate(self) -> None:
         if self.steps < 1:

@@ -41,6 +41,7 @@ from typing import Iterator, Literal, Optional, Union
 
 import numpy as np
 
+from datacurate import storage
 from datacurate.shards import DOMAIN_DTYPE, read_manifest
 
 
@@ -171,11 +172,10 @@ def load_domain_weights(spec, domains: list[str]) -> Optional[np.ndarray]:
     source = "data.domain_weights"
     if isinstance(spec, str):
         source = spec
-        if not os.path.isfile(spec):
+        if not storage.isfile(spec):
             raise ShardError(f"data.domain_weights: file not found: {spec}")
         try:
-            with open(spec) as f:
-                spec = json.load(f)
+            spec = json.loads(storage.read_text(spec))
         except ValueError as e:
             raise ShardError(f"data.domain_weights: {source} is not JSON ({e})") from None
         if isinstance(spec, dict) and isinstance(spec.get("domain_weights"), dict):

@@ -34,7 +34,7 @@ import torch.distributed as dist
 import yaml
 
 from datacurate.config import ConfigError, to_dict
-from datacurate.train import checkpoint
+from datacurate.train import checkpoint, remote
 from datacurate.train.config import TrainConfig
 from datacurate.train.data import ShardDataset, StepSampler
 from datacurate.train.evaluate import eval_loss
@@ -98,6 +98,7 @@ def train(cfg: TrainConfig, resume: bool = False, log=None, objective=None) -> d
     autocast = (lambda: torch.autocast("cuda", dtype=torch.bfloat16)) if device == "cuda" else contextlib.nullcontext
 
     # ---- set-up: data, model, optimiser, RHO-1 reference, resume
+    cfg, mirror = remote.localize(cfg, resume, rank)  # s3:// shards cached locally, an s3:// output mirrored
     ds = ShardDataset(cfg.shards)
     sampler = StepSampler(ds, cfg.data, cfg.steps, cfg.seed, rank, world)
     torch.manual_seed(cfg.seed)
@@ -128,6 +129,7 @@ def train(cfg: TrainConfig, resume: bool = False, log=None, objective=None) -> d
         if hasattr(obj, "load_state_dict"):
             obj.load_state_dict(state["objective"])
     if main:
+        mirror.start(fresh=not start)
         os.makedirs(cfg.output, exist_ok=True)
         if not start:  # a fresh run: an earlier run's checkpoints would mix with this one's
             shutil.rmtree(ckpt_dir, ignore_errors=True)
@@ -201,6 +203,7 @@ def train(cfg: TrainConfig, resume: bool = False, log=None, objective=None) -> d
                 extra = {"objective": obj.state_dict()} if hasattr(obj, "state_dict") else {}
                 checkpoint.save(ckpt_dir, done, model, opt, {**meta, "tokens": tokens_seen, **extra},
                                 keep=cfg.keep_checkpoints)
+                mirror.checkpoint(ckpt_dir, done)
             if world > 1:
                 dist.barrier()
 
@@ -215,6 +218,7 @@ def train(cfg: TrainConfig, resume: bool = False, log=None, objective=None) -> d
         with open(tmp, "w") as f:
             json.dump(final, f, indent=2)
         os.replace(tmp, os.path.join(cfg.output, "final.json"))
+        final = mirror.finish(final)
     return final
 
 

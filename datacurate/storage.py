@@ -1,0 +1,362 @@
+"""The file-system seam: every path in a configuration (inputs, ``output``, side inputs,
+shards, checkpoints) is a local path, ``file://...`` or ``s3://bucket/prefix``, and goes
+through here.
+
+The seam is ``pyarrow.fs``, chosen by measurement against fsspec's ``s3fs`` on the same
+local S3 server (``benchmarks/bench_storage.py``, numbers in ``benchmarks/README.md``): it
+read 1.2-2x faster in every read case (whole objects, streams, ranged reads, a Parquet row
+group 2x, listing 1.4x), and wrote slower (0.55x for 32 MB objects, 0.66x for 64 KB ones).
+A curation run reads every input byte from the bucket, in parallel read tasks, and uploads
+its outputs (a filtered fraction of the input) once, so reads decide; it is also already a dependency (Ray Data reads through it) and reads Parquet row
+groups straight from the object. S3 credentials and region come from the
+environment as the AWS SDKs read them (``AWS_ACCESS_KEY_ID`` / ``AWS_SECRET_ACCESS_KEY``,
+``AWS_PROFILE``, ``AWS_REGION`` …); ``AWS_ENDPOINT_URL_S3`` or ``AWS_ENDPOINT_URL`` points
+at an S3-compatible store (MinIO, Ceph, moto …).
+
+Writes are atomic per object: a local file is written under a temporary name and
+renamed; an S3 object is one PUT or one completed multipart upload, which S3 makes
+visible only whole (a killed upload leaves nothing under the final key). S3 errors
+become one-line :class:`StorageError` messages (missing bucket, no or bad credentials,
+access denied, an endpoint that does not answer within seconds).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import posixpath
+import re
+import shutil
+from typing import Iterator
+
+import pyarrow.fs as pafs
+
+CONNECT_TIMEOUT_S = 3.0  # a dead endpoint fails in seconds, not after the SDK's minutes of retries
+REQUEST_TIMEOUT_S = 30.0
+RETRIES = 2
+
+
+class StorageError(OSError):
+    """A path that cannot be listed, read or written (one line)."""
+
+
+def is_remote(path) -> bool:
+    return isinstance(path, str) and "://" in path and not path.startswith("file://")
+
+
+def local_path(path: str) -> str:
+    """A local path without ``file://``."""
+    return path[len("file://"):] if path.startswith("file://") else path
+
+
+def join(base: str, *parts: str) -> str:
+    if is_remote(base):
+        return posixpath.join(base.rstrip("/"), *parts)
+    return os.path.join(base, *parts)
+
+
+def _endpoint() -> str | None:
+    return os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
+
+
+_FS: dict = {}
+
+
+def filesystem(path: str) -> tuple[pafs.FileSystem, str]:
+    """(file system, path inside it) for a local path, ``file://`` or ``s3://`` URL."""
+    if not is_remote(path):
+        return pafs.LocalFileSystem(), os.path.abspath(os.path.expanduser(local_path(path)))
+    scheme, rest = path.split("://", 1)
+    if scheme not in ("s3", "s3a"):
+        raise StorageError(f"{path}: unsupported scheme {scheme}:// (local paths, file:// and s3:// are)")
+    key = (scheme, _endpoint(), *(os.environ.get(k) for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
+                                                               "AWS_SESSION_TOKEN", "AWS_PROFILE")))
+    if key not in _FS:
+        kw = {}
+        endpoint = _endpoint()
+        if endpoint:
+            scheme_, _, host = endpoint.rpartition("://")
+            kw.update(endpoint_override=host or endpoint, scheme=scheme_ or "https")
+        region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
+        if region:
+            kw["region"] = region
+        _FS[key] = pafs.S3FileSystem(connect_timeout=CONNECT_TIMEOUT_S, request_timeout=REQUEST_TIMEOUT_S,
+                                     retry_strategy=pafs.AwsStandardS3RetryStrategy(max_attempts=RETRIES),
+                                     allow_bucket_creation=False, allow_bucket_deletion=False,
+                                     allow_delayed_open=True, **kw)  # delayed: a small object is one PUT
+    return _FS[key], rest.rstrip("/")
+
+
+def describe(e: BaseException, path: str) -> str:
+    """One line for an S3 or file-system error."""
+    msg = " ".join(str(e).split())
+    low = msg.lower().replace("_", "")
+    bucket = path.split("://", 1)[-1].split("/", 1)[0]
+    if "nosuchbucket" in low or "bucket does not exist" in low:
+        return f"{path}: bucket {bucket!r} does not exist"
+    if any(w in low for w in ("invalidaccesskeyid", "signaturedoesnotmatch", "invalidtoken", "expiredtoken",
+                              "no credentials", "unable to locate credentials")):
+        return (f"{path}: the S3 credentials were refused or are missing (AWS_ACCESS_KEY_ID / "
+                "AWS_SECRET_ACCESS_KEY / AWS_PROFILE)")
+    if "accessdenied" in low or "access denied" in low or "forbidden" in low:
+        return f"{path}: access denied (the credentials lack permission for this bucket or key)"
+    if any(w in low for w in ("curl", "network", "connect", "timed out", "timeout", "resolve")):
+        return f"{path}: the S3 endpoint {_endpoint() or '(AWS default)'} does not answer"
+    return f"{path}: {msg[:200]}"
+
+
+def _wrap(fn, path: str, *args, **kw):
+    try:
+        return fn(*args, **kw)
+    except (FileNotFoundError, StorageError):
+        raise
+    except OSError as e:
+        raise StorageError(describe(e, path)) from None
+
+
+# ----------------------------------------------------------------------------- queries
+
+
+def info(path: str) -> pafs.FileInfo:
+    fs, p = filesystem(path)
+    return _wrap(fs.get_file_info, path, p)
+
+
+def exists(path: str) -> bool:
+    if not is_remote(path):
+        return os.path.exists(local_path(path))
+    return info(path).type != pafs.FileType.NotFound
+
+
+def isfile(path: str) -> bool:
+    if not is_remote(path):
+        return os.path.isfile(local_path(path))
+    return info(path).type == pafs.FileType.File
+
+
+def size(path: str) -> int:
+    if not is_remote(path):
+        return os.path.getsize(local_path(path))
+    st = info(path)
+    if st.type == pafs.FileType.NotFound:
+        raise FileNotFoundError(f"not found: {path}")
+    return st.size
+
+
+def check_bucket(path: str) -> None:
+    """An S3 path's bucket exists and answers (a one-line error otherwise); nothing locally.
+
+    A listing goes first: unlike a HEAD request its error response names the cause
+    (bad key, no permission, no bucket)."""
+    if not is_remote(path):
+        return
+    fs, p = filesystem(path)
+    _wrap(fs.get_file_info, path, pafs.FileSelector(p, allow_not_found=True, recursive=False))
+    bucket = p.split("/", 1)[0]
+    if _wrap(fs.get_file_info, path, bucket).type == pafs.FileType.NotFound:
+        raise StorageError(f"{path}: bucket {bucket!r} does not exist")
+
+
+def walk_files(path: str) -> list[str]:
+    """Every file under a directory (prefix), recursively, as full paths / URLs, sorted."""
+    fs, p = filesystem(path)
+    found = _wrap(fs.get_file_info, path, pafs.FileSelector(p, allow_not_found=True, recursive=True))
+    return sorted(_url(path, f.path) for f in found if f.type == pafs.FileType.File)
+
+
+def listdir(path: str) -> list[str]:
+    fs, p = filesystem(path)
+    found = _wrap(fs.get_file_info, path, pafs.FileSelector(p, allow_not_found=True))
+    return sorted(posixpath.basename(f.path) for f in found)
+
+
+def glob(pattern: str) -> list[str]:
+    """Files matching ``pattern`` (``*``, ``?``, ``[...]`` within a path component, ``**``
+    across them, as Python's recursive glob), listed from its longest fixed prefix."""
+    scheme, rest = pattern.split("://", 1) if is_remote(pattern) else ("", pattern)
+    fixed = []
+    for part in rest.split("/"):
+        if any(ch in part for ch in "*?["):
+            break
+        fixed.append(part)
+    base = f"{scheme}://" + "/".join(fixed) if scheme else "/".join(fixed)
+    rx = _glob_regex(rest)
+    return [u for u in walk_files(base) if rx.match(u.split("://", 1)[1] if scheme else u)]
+
+
+def _glob_regex(pat: str) -> re.Pattern:
+    out, i = [], 0
+    while i < len(pat):
+        if pat.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pat.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif pat[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif pat[i] == "?":
+            out.append("[^/]")
+            i += 1
+        elif pat[i] == "[" and "]" in pat[i + 1:]:
+            j = pat.index("]", i + 1)
+            body = pat[i + 1:j]
+            out.append("[" + ("^" + body[1:] if body.startswith("!") else body) + "]")
+            i = j + 1
+        else:
+            out.append(re.escape(pat[i]))
+            i += 1
+    return re.compile("".join(out) + r"\Z")
+
+
+def _url(like: str, p: str) -> str:
+    return f"{like.split('://', 1)[0]}://{p}" if is_remote(like) else p
+
+
+# ----------------------------------------------------------------------------- reading
+
+
+def open_input(path: str):
+    """A seekable binary file (``read``, ``seek``, ``tell``, ``readline``) for a path or URL."""
+    if not is_remote(path):
+        return open(local_path(path), "rb")
+    fs, p = filesystem(path)
+    return _wrap(fs.open_input_file, path, p)
+
+
+def open_stream(path: str, buffer_size: int = 8 << 20):
+    """A sequential binary stream (no seeks): compressed inputs are read this way."""
+    if not is_remote(path):
+        return open(local_path(path), "rb")
+    fs, p = filesystem(path)
+    return _wrap(fs.open_input_stream, path, p, compression=None, buffer_size=buffer_size)
+
+
+def read_bytes(path: str) -> bytes:
+    with open_input(path) as f:  # a random-access file knows its size: one GET
+        return f.read()
+
+
+def read_text(path: str) -> str:
+    return read_bytes(path).decode("utf-8")
+
+
+# ----------------------------------------------------------------------------- writing
+
+
+def write_bytes(path: str, data: bytes) -> None:
+    """``data`` under ``path`` at once: a temporary name and a rename locally, one PUT on S3."""
+    if not is_remote(path):
+        path = local_path(path)
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        tmp = f"{path}.tmp{os.getpid()}"
+        with open(tmp, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+        return
+    fs, p = filesystem(path)
+
+    def put():
+        with fs.open_output_stream(p) as f:
+            f.write(data)
+
+    _wrap(put, path)
+
+
+def write_text(path: str, text: str) -> None:
+    write_bytes(path, text.encode("utf-8"))
+
+
+def put_file(local: str, url: str) -> None:
+    """Upload one local file (multipart for large files: visible only once complete)."""
+    fs, p = filesystem(url)
+    _wrap(pafs.copy_files, url, local, p, source_filesystem=pafs.LocalFileSystem(), destination_filesystem=fs,
+          chunk_size=8 << 20)
+
+
+def get_file(url: str, local: str) -> None:
+    """Download one object to ``local`` (temporary name, then renamed)."""
+    fs, p = filesystem(url)
+    os.makedirs(os.path.dirname(os.path.abspath(local)), exist_ok=True)
+    tmp = f"{local}.tmp{os.getpid()}"
+    _wrap(pafs.copy_files, url, p, tmp, source_filesystem=fs, destination_filesystem=pafs.LocalFileSystem(),
+          chunk_size=8 << 20)
+    os.replace(tmp, local)
+
+
+def delete(path: str) -> None:
+    """A file or a whole directory / prefix; absent is fine."""
+    if not is_remote(path):
+        path = local_path(path)
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path)
+        elif os.path.lexists(path):
+            os.remove(path)
+        return
+    fs, p = filesystem(path)
+    st = _wrap(fs.get_file_info, path, p)
+    if st.type == pafs.FileType.File:
+        _wrap(fs.delete_file, path, p)
+    elif st.type == pafs.FileType.Directory:
+        _wrap(fs.delete_dir_contents, path, p, missing_dir_ok=True)
+
+
+def upload_tree(local_dir: str, url: str, last: tuple[str, ...] = ()) -> None:
+    """Every file under ``local_dir`` to the same relative keys under ``url``; the names
+    in ``last`` (relative paths) after all others. A symlink (a checkpoint directory's
+    ``latest``) becomes a small object holding its target's name."""
+    rels, links = [], []
+    for d, dirs, files in os.walk(local_dir):
+        for name in dirs + files:
+            path = os.path.join(d, name)
+            (links if os.path.islink(path) else rels if name in files else []).append(
+                os.path.relpath(path, local_dir))
+    for rel in sorted(rels, key=lambda r: (r in last, r)):
+        put_file(os.path.join(local_dir, rel), join(url, *rel.split(os.sep)))
+    for rel in links:
+        write_text(join(url, *rel.split(os.sep)), os.readlink(os.path.join(local_dir, rel)))
+
+
+def iter_chunks(f, start: int, end: int, chunk: int = 16 << 20) -> Iterator[bytes]:
+    f.seek(start)
+    remaining = end - start
+    while remaining > 0:
+        buf = f.read(min(remaining, chunk))
+        if not buf:
+            break
+        remaining -= len(buf)
+        yield buf
+
+
+# ----------------------------------------------------------------------------- local copies
+
+
+def cache_root() -> str:
+    return os.path.join(os.path.expanduser("~"), ".cache", "datacurate")
+
+
+def url_key(url: str) -> str:
+    """A short, stable directory name for a URL (its bucket/prefix readable, then a hash)."""
+    tail = url.split("://", 1)[-1].strip("/").replace("/", "_")[-40:]
+    return f"{tail}-{hashlib.sha256(url.encode()).hexdigest()[:12]}"
+
+
+def local_copy(path: str, cache: str | None = None) -> str:
+    """A local path holding ``path``'s bytes: the path itself when local, else a download
+    into the cache (refreshed when the object's size or mtime changed)."""
+    if not is_remote(path):
+        return local_path(path)
+    st = info(path)
+    if st.type != pafs.FileType.File:
+        raise FileNotFoundError(f"not found: {path}")
+    d = os.path.join(cache or os.path.join(cache_root(), "files"), url_key(path))
+    target = os.path.join(d, posixpath.basename(path))
+    stamp = f"{st.size}:{st.mtime_ns}"
+    stamp_file = target + ".stamp"
+    if os.path.isfile(target) and os.path.isfile(stamp_file) and open(stamp_file).read() == stamp:
+        return target
+    get_file(path, target)
+    with open(stamp_file, "w") as f:
+        f.write(stamp)
+    return target
