@@ -104,3 +104,33 @@ def test_run_heuristics_on_parquet(write_parquet, tmp_path):
     assert pq.read_table(out / "kept").column("id").to_pylist() == ["en"]
     assert (out / "stats.json").is_file() and (out / "config.yaml").is_file()
     assert "min_words: 10" in (out / "config.yaml").read_text()
+
+
+def test_funnel_says_how_many_reasons_it_folded():
+    from datacurate.engine.stats import finalize, format_funnel
+
+    reasons = {f"heuristics/rule_{i:02d}": 100 - i for i in range(15)}
+    stats = {"read": sum(reasons.values()), "kept": 0, "rejected": dict(reasons), "tasks": 1,
+             "stages": {"heuristics": {"in": sum(reasons.values()), "kept": 0, "rejected": dict(reasons)}}}
+    text = format_funnel(finalize(stats, ["heuristics"], 1.0))
+    assert "heuristics/rule_11" in text and "heuristics/rule_12" not in text
+    assert "... 3 more reasons (stats.json)" in text
+    assert text.split("... 3 more reasons (stats.json)")[1].split("\n")[0].strip() == f"{88 + 87 + 86:,}"
+
+
+def test_outputs_line_lists_every_output(tmp_path, monkeypatch, capsys):
+    """The closing outputs: line names what global stages wrote (shards, a saved filter)."""
+    import datacurate.engine
+
+    def fake_run(cfg, **kw):
+        return {"totals": {"read": 1, "kept": 1, "rejected": 0, "accounted": True, "wall_seconds": 0.0},
+                "stages": {"exact_dedup": {"in": 1, "kept": 1, "rejected": {}, "rejected_total": 0, "seconds": 0.0,
+                                           "metrics": {"filter_saved_to": "/o/exact_dedup_filter"}},
+                           "decompose": {"in": 1, "kept": 1, "rejected": {}, "rejected_total": 0, "seconds": 0.0,
+                                         "metrics": {"shards": "/o/shards"}}}}
+
+    monkeypatch.setattr(datacurate.engine, "run_pipeline", fake_run)
+    assert cli.main(["run", "pipelines/heuristics_only.yaml", "--input", str(tmp_path), "--output", "/o", "--quiet"]) == 0
+    line = capsys.readouterr().out.strip().splitlines()[-1]
+    assert line == ("outputs: /o/kept, /o/rejected, /o/stats.json, /o/exact_dedup_filter, /o/shards, "
+                    "/o/report.html")
