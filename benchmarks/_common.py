@@ -46,6 +46,19 @@ def read_jsonl(path: Path) -> list[dict]:
     return [json.loads(line) for line in raw.splitlines() if line.strip()]
 
 
+CLOCKS = {"wall": "perf_counter", "cpu": "process_time"}
+
+
+def clock(name: str):
+    """The timer of the timed sections: ``wall`` (time.perf_counter) or ``cpu``
+    (time.process_time: this process's CPU seconds). Every run is one thread pinned to one
+    core, so on a machine shared with other jobs its CPU time moves far less than its
+    wall time (other processes take turns on the core; they do not add CPU time here)."""
+    import time
+
+    return getattr(time, CLOCKS[name])
+
+
 def machine_info(packages: list[str]) -> dict:
     """CPU model, visible cores, the core the run is pinned to, Python and package versions."""
     model = next((ln.split(":", 1)[1].strip() for ln in open("/proc/cpuinfo") if ln.startswith("model name")), "?")

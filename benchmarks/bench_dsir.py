@@ -8,7 +8,8 @@ of 1), each in a fresh subprocess so its peak RSS (VmHWM) is its own:
   (num_tokens_to_fit="all")``, ``compute_importance_weights()``, ``resample(k)``
   (Gumbel top-k, writes the selected JSONL). Runs with ``benchmarks/.venv``.
 * datacurate: the ``dsir`` stage's phase functions in one process, as the engine runs
-  them per partition: read JSONL batches (2,048 rows) -> fit counts -> weights + keys
+  them per partition: read JSONL batches (2,048 rows) -> fit counts (each batch featurised
+  once, its features saved) -> weights + keys
   per batch (written beside, as the engine does) with a running top-k -> k-th key ->
   select per batch and write the selected rows as Parquet. Then the whole engine
   (``datacurate run``, local Ray with 1 CPU) end to end, for its wall time.
@@ -103,20 +104,24 @@ def worker_datacurate(pool: str, k: int, work: str) -> dict:
 
     t0 = time.perf_counter()
     tgt = sum(ds.wp.features(t, BUCKETS).counts(BUCKETS) for t in read_texts(ds.target_input(c.target)))
-    raw = np.zeros(BUCKETS, np.int64)
-    for b in batches():
-        raw += ds.featurize(c, ds.units_of(b, None)).counts(BUCKETS)
+    raw, n_batches = np.zeros(BUCKETS, np.int64), 0
+    os.makedirs(os.path.join(work, "f"), exist_ok=True)
+    for i, b in enumerate(batches()):  # featurised once: the features are saved for the weights pass
+        u = ds.units_of(b, None)
+        f = ds.featurize(c, u)
+        raw += f.counts(BUCKETS)
+        ds._save_features(f, u, os.path.join(work, "f", f"{i:06d}.npz"))
+        n_batches += 1
     lr = ds.log_ratio(tgt, raw, c.laplace)
     t1 = time.perf_counter()
     cand, logws = None, []
-    for i, b in enumerate(batches()):
-        u = ds.units_of(b, None)
-        f = ds.featurize(c, u)
+    for i in range(n_batches):
+        f, ords, chunk = ds._load_features(os.path.join(work, "f", f"{i:06d}.npz"), c.ngrams)
         logw = f.per_doc(lr)
-        keys = ds.sample_keys(c, logw, f.n_tokens >= MIN_LEN, u)
+        keys = ds.sample_keys(c, logw, f.n_tokens >= MIN_LEN, ords, chunk)
         write_atomic(pa.table({"logw": logw, "key": keys}), os.path.join(work, "w", f"{i:06d}.parquet"))
-        top = ds.top_k(keys, u.ords, u.chunk, k)
-        new = (keys[top], u.ords[top], u.chunk[top])
+        top = ds.top_k(keys, ords, chunk, k)
+        new = (keys[top], ords[top], chunk[top])
         cand = new if cand is None else tuple(np.concatenate([a, b2]) for a, b2 in zip(cand, new))
         keep = ds.top_k(*cand, k)  # running global top-k: at most 2k candidates held
         cand = tuple(a[keep] for a in cand)

@@ -173,11 +173,12 @@ def featurize(cfg: DsirConfig, units: Units, docs: Optional[np.ndarray] = None) 
 
 
 # ----------------------------------------------------------------------------- resample
-def sample_keys(cfg: DsirConfig, logw: np.ndarray, eligible: np.ndarray, units: Units) -> np.ndarray:
-    """log w + Gumbel noise (or log w alone for ``topk``); -inf where not eligible."""
+def sample_keys(cfg: DsirConfig, logw: np.ndarray, eligible: np.ndarray, ords: np.ndarray,
+                chunk: np.ndarray) -> np.ndarray:
+    """log w + Gumbel noise (or log w alone for ``topk``) of the units at (ords, chunk); -inf where not eligible."""
     keys = logw.astype(np.float64).copy()
     if cfg.method == "gumbel":
-        keys += gumbel(cfg.seed, units.ords, units.chunk)
+        keys += gumbel(cfg.seed, ords, chunk)
     keys[~eligible] = -np.inf
     return keys
 
@@ -280,7 +281,7 @@ class Dsir(GlobalStage):
         lr = log_ratio(tgt, raw, cfg.laplace)
         logw = feats.per_doc(lr)
         eligible = feats.n_tokens >= max(cfg.min_length, 1)
-        keys = sample_keys(cfg, logw, eligible, units)
+        keys = sample_keys(cfg, logw, eligible, units.ords, units.chunk)
         k = how_many(cfg.num_to_sample, int(eligible.sum()))
         idx = top_k(keys, units.ords, units.chunk, k)
         thr = (keys[idx[-1]], units.ords[idx[-1]], units.chunk[idx[-1]]) if len(idx) else (np.inf, 0, 0)
@@ -342,17 +343,47 @@ def _scratch_name(d: str, path: str, what: str) -> str:
     return os.path.join(d, os.path.basename(path).removesuffix(".parquet") + f".{what}.npy")
 
 
+def _features_path(d: str, path: str) -> str:
+    return _scratch_name(d, path, "features").removesuffix(".npy") + ".npz"
+
+
+def _save_features(feats: wp.Features, units: Units, path: str) -> str:
+    """One part's n-gram buckets (uint16 when they fit) and unit positions, for the weigh
+    and decide phases: the pool is featurised once, not three times."""
+    import os
+
+    dtype = np.uint16 if feats.bucket.max(initial=0) < 2**16 else np.uint32
+    tmp = f"{path}.tmp{os.getpid()}.npz"
+    with open(tmp, "wb") as f:
+        np.savez(f, bucket=feats.bucket.astype(dtype), n_tokens=feats.n_tokens, ords=units.ords, chunk=units.chunk)
+    os.replace(tmp, path)
+    return path
+
+
+def _load_features(path: str, ngrams: int) -> tuple[wp.Features, np.ndarray, np.ndarray]:
+    """(features, ords, chunk) as saved by :func:`_save_features`, n-grams in the order
+    :func:`wordpunct.features` made them (all unigrams by unit, then all bigrams ...), so
+    sums over them are the same to the last bit."""
+    with np.load(path) as z:
+        n_tokens, bucket, ords, chunk = z["n_tokens"], z["bucket"].astype(np.int64), z["ords"], z["chunk"]
+    units = np.arange(len(n_tokens))
+    doc = np.concatenate([np.repeat(units, np.maximum(n_tokens - k + 1, 0)) for k in range(1, ngrams + 1)])
+    if len(doc) != len(bucket):
+        raise RuntimeError(f"dsir: {path} holds {len(bucket)} n-grams, its token counts give {len(doc)}")
+    return wp.Features(doc, bucket, n_tokens, len(n_tokens)), ords, chunk
+
+
 def _phase_fit(path: str, c: DsirConfig, d: str) -> dict:
     table, units = _part(path, c)
-    feats = featurize(c, units, raw_fit_mask(c, units))
+    feats = featurize(c, units)  # every unit: weigh and decide reuse them
     eligible = feats.n_tokens >= max(c.min_length, 1)
-    out = {"raw": _save(feats.counts(c.num_buckets), _scratch_name(d, path, "raw")),
+    out = {"raw": _save(feats.counts(c.num_buckets, raw_fit_mask(c, units)), _scratch_name(d, path, "raw")),
            "units": len(units.parent), "eligible": int(eligible.sum()),
            "pool": domain_counts(table, units, eligible)}
+    _save_features(feats, units, _features_path(d, path))
     if c.target.domains:
-        full = featurize(c, units) if c.raw_fit_fraction < 1 else feats
         in_tgt = np.asarray(pc.is_in(table[DOMAIN], pa.array(c.target.domains)).fill_null(False))
-        out["tgt"] = _save(full.counts(c.num_buckets, in_tgt[units.parent]), _scratch_name(d, path, "tgt"))
+        out["tgt"] = _save(feats.counts(c.num_buckets, in_tgt[units.parent]), _scratch_name(d, path, "tgt"))
     return out
 
 
@@ -373,21 +404,20 @@ def _phase_fit_target(task: str, c: DsirConfig, d: str) -> dict:
 
 
 def _phase_weigh(path: str, c: DsirConfig, lr_path: str, k: int, d: str) -> dict:
-    """Weights and keys of one part, saved; its own top-k candidates, saved."""
+    """Weights and keys of one part (from its saved features), saved; its own top-k candidates, saved."""
     import os
 
     from datacurate.io import write_atomic
 
-    _, units = _part(path, c)
-    feats = featurize(c, units)
+    feats, ords, chunk = _load_features(_features_path(d, path), c.ngrams)
     logw = feats.per_doc(_load(lr_path))
-    keys = sample_keys(c, logw, feats.n_tokens >= max(c.min_length, 1), units)
+    keys = sample_keys(c, logw, feats.n_tokens >= max(c.min_length, 1), ords, chunk)
     base = os.path.join(d, os.path.basename(path))
     write_atomic(pa.table({"logw": logw, "key": keys}), base.removesuffix(".parquet") + ".weights.parquet")
-    top = top_k(keys, units.ords, units.chunk, k)
+    top = top_k(keys, ords, chunk, k)
     cands = base.removesuffix(".parquet") + ".candidates.parquet"
-    write_atomic(pa.table({"key": pa.array(keys[top], pa.float64()), "ord": pa.array(units.ords[top], pa.int64()),
-                           "chunk": pa.array(units.chunk[top], pa.int32())}), cands)
+    write_atomic(pa.table({"key": pa.array(keys[top], pa.float64()), "ord": pa.array(ords[top], pa.int64()),
+                           "chunk": pa.array(chunk[top], pa.int32())}), cands)
     return {"candidates": cands}
 
 
@@ -404,7 +434,7 @@ def _phase_decide(path: str, c: DsirConfig, thr: list, rate: float, d: str, out_
     eligible = np.isfinite(keys)
     chosen = selected(keys, units.ords, units.chunk, tuple(thr))
     rand = eligible & (uniform(c.seed, units.ords, units.chunk, salt=1) < rate)
-    feats = featurize(c, units, chosen | rand)
+    feats, _, _ = _load_features(_features_path(d, path), c.ngrams)
     write_atomic(decisions(c, table, units, logw, eligible, chosen), os.path.join(out_dir, os.path.basename(path)),
                  compression)
     return {"sel": _save(feats.counts(c.num_buckets, chosen), _scratch_name(d, path, "sel")),

@@ -111,7 +111,7 @@ def _b(arr) -> np.ndarray:
     return np.asarray(pc.fill_null(arr, False), dtype=bool)
 
 
-def gopher_repetition(texts: pa.Array, words: ts.Pieces, hashes, cfg: GopherRepetitionConfig) -> list:
+def gopher_repetition(texts: pa.Array, words: ts.Pieces, word_len: np.ndarray, cfg: GopherRepetitionConfig) -> list:
     n_chars = np.asarray(pc.utf8_length(texts), dtype=np.float64)
     lines = ts.split_pattern(texts, "\n+", regex=True)
     paras = ts.split_pattern(pc.utf8_trim_whitespace(texts), r"\n\s*\n", regex=True)
@@ -123,12 +123,13 @@ def gopher_repetition(texts: pa.Array, words: ts.Pieces, hashes, cfg: GopherRepe
         ("gopher_rep/dup_line_char_frac", ts.ratio(line_dup_chars, n_chars) > cfg.max_dup_line_char_frac),
         ("gopher_rep/dup_para_char_frac", ts.ratio(para_dup_chars, n_chars) > cfg.max_dup_para_char_frac),
     ]
-    pos, h, word_len = hashes
-    for n, thr in sorted(cfg.max_top_ngram_char_frac.items()):
+    top, dup = sorted(cfg.max_top_ngram_char_frac.items()), sorted(cfg.max_dup_ngram_char_frac.items())
+    pos, h, starts = ts.ngram_hashes(words, max([n for n, _ in top], default=1), tuple(n for n, _ in dup))
+    for n, thr in top:
         chars = ts.top_ngram_chars(words, pos, h[n - 1], n, word_len)
         rules.append((f"gopher_rep/top_{n}gram", ts.ratio(chars, n_chars) > thr))
-    for n, thr in sorted(cfg.max_dup_ngram_char_frac.items()):
-        chars = ts.dup_ngram_chars(words, pos, h[n - 1], n, word_len)
+    for n, thr in dup:
+        chars = ts.dup_ngram_chars(words, starts[n], n, word_len)
         rules.append((f"gopher_rep/dup_{n}gram", ts.ratio(chars, n_chars) > thr))
     return rules
 
@@ -158,16 +159,43 @@ def gopher_quality(texts: pa.Array, words: ts.Pieces, word_len: np.ndarray, cfg:
     ]
 
 
-def c4_rules(texts: pa.Array, cfg: C4Config) -> tuple[list, pa.Array, np.ndarray]:
-    """Return (document rules, texts with C4's bad lines removed, lines removed per doc)."""
+@dataclass
+class Lines:
+    """Every line of a batch (split at newlines, blank ones kept), trimmed, and its
+    whitespace tokens: C4 judges these lines, and the document's words are their tokens."""
+
+    lines: ts.Pieces  # the lines as split, document index and offsets
+    line: pa.Array  # each line without surrounding white space
+    tokens: ts.Pieces  # whitespace tokens of each trimmed line (``doc`` = line index)
+
+    @classmethod
+    def of(cls, texts: pa.Array) -> "Lines":
+        lines = ts.split_pattern(texts, "\n", drop_blank=False)
+        line = pc.utf8_trim_whitespace(lines.values)
+        return cls(lines, line, ts.split_whitespace(line))
+
+    def words(self) -> tuple[ts.Pieces, np.ndarray]:
+        """(the documents' words, words per line): ``ts.words_of`` of the texts, the same
+        words in the same order (splitting at newlines first splits at no other place)."""
+        stripped = pc.utf8_trim(self.tokens.values, ts.PUNCT)
+        is_word = np.asarray(pc.greater(pc.utf8_length(stripped), 0))
+        n_docs = self.lines.n_docs
+        doc = self.lines.doc[self.tokens.doc[is_word]]
+        offsets = np.zeros(n_docs + 1, dtype=np.int64)
+        np.cumsum(np.bincount(doc, minlength=n_docs), out=offsets[1:])
+        per_line = np.bincount(self.tokens.doc[is_word], minlength=len(self.line))
+        return ts.Pieces(stripped.filter(pa.array(is_word)), doc, offsets, n_docs), per_line
+
+
+def c4_rules(texts: pa.Array, cfg: C4Config, split: Lines) -> tuple[list, pa.Array, np.ndarray, np.ndarray]:
+    """Return (document rules, texts with C4's bad lines removed, lines removed per doc,
+    mask of the lines removed)."""
     lower = pc.utf8_lower(texts)
-    lines = ts.split_pattern(texts, "\n", drop_blank=False)
-    line = pc.utf8_trim_whitespace(lines.values)
+    lines, line, tokens = split.lines, split.line, split.tokens
     line_lower = pc.utf8_lower(line)
     drop = np.zeros(len(line), dtype=bool)
     if cfg.filter_no_terminal_punct:
         drop |= ~_b(pc.match_substring_regex(line, TERMINAL_RE)) | _b(pc.ends_with(line, "..."))
-    tokens = ts.split_whitespace(line)
     drop |= tokens.counts < cfg.min_words_per_line
     if cfg.max_word_length > 0 and len(tokens.values):
         long_word = tokens.lengths() > cfg.max_word_length
@@ -188,7 +216,7 @@ def c4_rules(texts: pa.Array, cfg: C4Config) -> tuple[list, pa.Array, np.ndarray
         ("c4/curly_bracket", _b(pc.match_substring(texts, "{")) if cfg.filter_curly_bracket else False),
         ("c4/too_few_sentences", sentences < cfg.min_sentences),
     ]
-    return rules, new_text, lines.per_doc(drop).astype(np.int32)
+    return rules, new_text, lines.per_doc(drop).astype(np.int32), drop
 
 
 def fineweb_rules(texts: pa.Array, n_words: np.ndarray, cfg: FineWebConfig) -> list:
@@ -225,24 +253,28 @@ class Heuristics(Stage):
         texts = table.column(TEXT).combine_chunks()
         n = len(texts)
         rules: list = []
-        words = None
-        if cfg.gopher_repetition.enabled or cfg.gopher_quality.enabled:
-            words = ts.words_of(texts)
+        words = split = None
+        if cfg.c4.enabled:
+            split = Lines.of(texts)
+        if cfg.gopher_repetition.enabled or cfg.gopher_quality.enabled or (cfg.fineweb.enabled and split):
+            # one split into words serves Gopher, and FineWeb after C4 (the words of the lines C4 kept)
+            words, words_per_line = split.words() if split else (ts.words_of(texts), None)
             word_len = words.lengths()
         if cfg.gopher_quality.enabled:
             rules += gopher_quality(texts, words, word_len, cfg.gopher_quality)
         if cfg.gopher_repetition.enabled:
-            n_max = max([*cfg.gopher_repetition.max_top_ngram_char_frac, *cfg.gopher_repetition.max_dup_ngram_char_frac, 1])
-            pos, hashes = ts.ngram_hashes(words, n_max)
-            rules += gopher_repetition(texts, words, (pos, hashes, word_len), cfg.gopher_repetition)
+            rules += gopher_repetition(texts, words, word_len, cfg.gopher_repetition)
         removed = np.zeros(n, dtype=np.int32)
         out_text = texts
         if cfg.c4.enabled:
-            c4, new_text, removed = c4_rules(texts, cfg.c4)
+            c4, new_text, removed, dropped = c4_rules(texts, cfg.c4, split)
             rules += c4
             texts = new_text  # FineWeb's rules see the text C4 left, as in the FineWeb pipeline
         if cfg.fineweb.enabled:
-            n_words = ts.words_of(texts).counts if cfg.c4.enabled or words is None else words.counts
+            if split:
+                n_words = split.lines.per_doc(words_per_line * ~dropped).astype(np.int64)
+            else:
+                n_words = words.counts if words is not None else ts.words_of(texts).counts
             rules += fineweb_rules(texts, n_words, cfg.fineweb)
         reasons = first_reason(n, [(r, np.broadcast_to(m, (n,))) for r, m in rules])
         cols = {"c4_lines_removed": pa.array(removed, pa.int32())}

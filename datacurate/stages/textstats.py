@@ -129,27 +129,43 @@ def duplicate_stats(pieces: Pieces) -> tuple[np.ndarray, np.ndarray]:
     return pieces.per_doc(dup), pieces.per_doc(pieces.lengths() * dup)
 
 
-def ngram_hashes(words: Pieces, n_max: int) -> tuple[np.ndarray, list[np.ndarray]]:
-    """Hashes of every word n-gram for n = 1..n_max, tagged with the document.
+def ngram_hashes(words: Pieces, n_max: int, n_dup: tuple[int, ...] = ()) -> tuple[np.ndarray, list, dict]:
+    """Hashes of every word n-gram for n = 1..n_max, tagged with the document, and the
+    positions where the n-grams of each length in ``n_dup`` repeat.
 
-    Returns (position of each word within its document, [h_1, h_2, ...]) where
-    ``h_n[j]`` is the hash of words j..j+n-1 where that n-gram lies inside one
+    Returns (position of each word within its document, [h_1, ..., h_n_max], {n: starts})
+    where ``h_n[j]`` is the hash of words j..j+n-1 where that n-gram lies inside one
     document (``pos + n <= doc_len``); elsewhere it is a unique sentinel that never
-    repeats, so callers need not filter.
+    repeats, so callers need not filter. ``starts[n]`` are the positions whose n-gram
+    already occurred earlier in the document.
+
+    Repeats of longer n-grams are found among ever fewer positions: an n-gram can only
+    occur twice where its (n-1)-gram prefix does, so after ``n_max`` only positions whose
+    previous n-gram occurs more than once are hashed and compared (the same repeats as
+    hashing every position, unless two different prefixes collide in 63 bits).
     """
     codes = words.codes()
-    pos = np.arange(len(codes)) - words.offsets[words.doc]
+    total = len(codes)
+    pos = np.arange(total) - words.offsets[words.doc]
     remaining = words.counts[words.doc] - pos  # words from j to the end of its document
-    sentinel = np.arange(len(codes), dtype=np.uint64) | np.uint64(1 << 63)
+    idx = np.arange(total)  # positions still hashed
     h = mix(words.doc.astype(np.uint64), codes)
-    hashes = [h]
-    for n in range(2, n_max + 1):
-        shifted = np.zeros_like(codes)
-        m = max(len(codes) - n + 1, 0)  # a batch may hold fewer than n words in all
-        shifted[:m] = codes[n - 1 :]
+    hashes, starts = [h], {}
+    for n in range(2, max(n_max, *n_dup, 1) + 1):
+        nxt = idx + (n - 1)  # the word this n-gram adds, where it exists
+        shifted = np.zeros(len(idx), dtype=np.uint64)
+        inside = nxt < total
+        shifted[inside] = codes[nxt[inside]]
         h = mix(h, shifted)
-        hashes.append(np.where(remaining >= n, h & np.uint64((1 << 63) - 1), sentinel))
-    return pos, hashes
+        masked = np.where(remaining[idx] >= n, h & np.uint64((1 << 63) - 1), idx.astype(np.uint64) | np.uint64(1 << 63))
+        if n <= n_max:
+            hashes.append(masked)
+        if n in n_dup:
+            starts[n] = idx[repeated(masked)]  # sentinels (n-grams crossing documents) never repeat
+        if n >= n_max and len(idx):
+            again = pd.Series(masked, copy=False).duplicated(keep=False).to_numpy()
+            idx, h = idx[again], h[again]
+    return pos, hashes, starts
 
 
 def top_ngram_chars(words: Pieces, pos, h: np.ndarray, n: int, word_len: np.ndarray) -> np.ndarray:
@@ -179,17 +195,17 @@ def top_ngram_chars(words: Pieces, pos, h: np.ndarray, n: int, word_len: np.ndar
     return out
 
 
-def dup_ngram_chars(words: Pieces, pos, h: np.ndarray, n: int, word_len: np.ndarray) -> np.ndarray:
+def dup_ngram_chars(words: Pieces, starts: np.ndarray, n: int, word_len: np.ndarray) -> np.ndarray:
     """Per document: characters of words covered by repeated n-grams (each word once).
 
     Gopher counts "the fraction of characters contained within all duplicate
     n-grams" without double-counting overlaps; here a word is covered when any
-    occurrence of an n-gram that already appeared earlier in the document spans it.
+    occurrence of an n-gram that already appeared earlier in the document spans it
+    (``starts``: those occurrences, from :func:`ngram_hashes`).
     """
     total = len(word_len)
     if total == 0:
         return np.zeros(words.n_docs)
-    starts = np.flatnonzero(repeated(h))  # sentinels (n-grams crossing documents) never repeat
     diff = np.bincount(starts, minlength=total + 1)[: total + 1] - np.bincount(starts + n, minlength=total + 1)[: total + 1]
     covered = np.cumsum(diff)[:total] > 0
     return words.per_doc(word_len * covered)

@@ -27,8 +27,8 @@ Two rules, each can be turned off:
 
 Matching is one RE2 regex per language over the batch. RE2 has no look-around, so
 a word boundary is a consumed non-word character; every non-word character of the
-text (and of the entries) is doubled first, so that adjacent matches each keep one
-and are all counted. Word lists are blunt: names ("Dick"), period usage and medical
+text (and of the entries) is doubled first (in NumPy, :mod:`charclass`), so that
+adjacent matches each keep one and are all counted. Word lists are blunt: names ("Dick"), period usage and medical
 terms match too; the classifier score is the finer signal.
 """
 
@@ -46,6 +46,7 @@ import pyarrow.compute as pc
 from datacurate.classify import FastTextScorer, load_card, score_histogram
 from datacurate.schema import TEXT
 from datacurate.stages.base import Stage, first_reason
+from datacurate.stages.charclass import RegexClass, double
 from datacurate.stages.quality import CLASSIFIERS, scored_rows
 
 DEFAULT_MODEL = CLASSIFIERS / "toxicity.ftz"
@@ -131,6 +132,7 @@ class WordList:
         if self.config.default_language not in words:
             raise ValueError(f"no word list for default_language {self.config.default_language!r} in {folder}")
         self.patterns = {lang: self._pattern(lang, ws) for lang, ws in words.items()}
+        self.non_word = RegexClass(NON_WORD)
 
     def _pattern(self, lang: str, words: set[str]) -> str:
         bounded = lang not in self.config.no_boundary_languages
@@ -146,7 +148,7 @@ class WordList:
             idx = np.flatnonzero(use == lang)
             sub = text.take(pa.array(idx)).fill_null("")
             if lang not in self.config.no_boundary_languages:
-                sub = pc.replace_substring_regex(sub, f"({NON_WORD})", r"\1\1")
+                sub = double(sub, self.non_word)  # as replace_substring_regex(sub, f"({NON_WORD})", r"\1\1")
             out[idx] = pc.count_substring_regex(sub, self.patterns[lang]).to_numpy(zero_copy_only=False)
         return out
 

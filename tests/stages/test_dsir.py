@@ -139,7 +139,8 @@ def _emulate_partitions(st: Dsir, table: pa.Table, parts: int) -> set:
     lr = ds.log_ratio(tgt, sum(f.counts(c.num_buckets) for f in feats), c.laplace)
     eligible = sum(int((f.n_tokens >= max(c.min_length, 1)).sum()) for f in feats)
     k = ds.how_many(c.num_to_sample, eligible)
-    keys = [ds.sample_keys(c, f.per_doc(lr), f.n_tokens >= max(c.min_length, 1), u) for f, u in zip(feats, units)]
+    keys = [ds.sample_keys(c, f.per_doc(lr), f.n_tokens >= max(c.min_length, 1), u.ords, u.chunk)
+            for f, u in zip(feats, units)]
     cand = [(kk[i], u.ords[i], u.chunk[i]) for kk, u in zip(keys, units) for i in ds.top_k(kk, u.ords, u.chunk, k)]
     cand.sort(key=lambda x: (-x[0], x[1], x[2]))
     thr = cand[k - 1]
@@ -269,3 +270,53 @@ def test_review_edges(tmp_path):
     # a stage that rewrites text may not follow tokenize: its tokens would be stale
     with pytest.raises(ConfigError, match="must run before tokenize"):
         Pipeline([Tokenize(), Dsir(target={"domains": ["a"]}, chunk_words=2)])
+
+
+@pytest.mark.parametrize("chunk_words,ngrams", [(None, 2), (128, 2), (32, 3)])
+def test_phases_featurise_once_and_match_featurising_each_phase(tmp_path, mixture, chunk_words, ngrams):
+    """fit saves each part's features; weigh and decide load them instead of featurising the
+    part again (issue 18). Their results must be those of featurising in every phase (the
+    code before): the same n-grams in the same order, so weights agree to the last bit."""
+    import pyarrow.parquet as pq
+
+    table, target = mixture
+    part = table.slice(0, 400)
+    part = part.set_column(part.schema.get_field_index("text"), "text",  # an empty and a null text too
+                           pa.array(["", None] + part.column("text").to_pylist()[2:], pa.large_string()))
+    path = str(tmp_path / "part-000.parquet")
+    pq.write_table(part, path)
+    c = Dsir(target={"path": [str(target)]}, chunk_words=chunk_words, ngrams=ngrams, min_length=20).config
+    d = tmp_path / "scratch"
+    d.mkdir()
+    # the reference: featurise the part in each phase, as the phases did before
+    units = ds.units_of(part, c.chunk_words)
+    ref = ds.featurize(c, units)
+    loaded, ords, chunk = ds._load_features(ds._save_features(ref, units, str(tmp_path / "f.npz")), ngrams)
+    assert np.array_equal(loaded.doc, ref.doc) and np.array_equal(loaded.bucket, ref.bucket)
+    assert np.array_equal(loaded.n_tokens, ref.n_tokens) and np.array_equal(ords, units.ords)
+
+    fit = ds._phase_fit(path, c, str(d))
+    assert np.array_equal(np.load(fit["raw"]), ref.counts(c.num_buckets))
+    lr = ds.log_ratio(Dsir(c).target_counts_from_files(), np.load(fit["raw"]), c.laplace)
+    lr_path = ds._save(lr, str(d / "lr.npy"))
+    k = fit["eligible"] // 2
+    ds._phase_weigh(path, c, lr_path, k, str(d))
+    w = pq.read_table(str(d / "part-000.weights.parquet"))
+    eligible = ref.n_tokens >= c.min_length
+    ref_logw = ref.per_doc(lr)
+    ref_keys = ds.sample_keys(c, ref_logw, eligible, units.ords, units.chunk)
+    assert np.array_equal(w["logw"].to_numpy(), ref_logw) and np.array_equal(w["key"].to_numpy(), ref_keys)
+
+    top = ds.top_k(ref_keys, units.ords, units.chunk, k)
+    thr = [ref_keys[top[-1]], int(units.ords[top[-1]]), int(units.chunk[top[-1]])]
+    out = tmp_path / "decisions"
+    out.mkdir()
+    res = ds._phase_decide(path, c, thr, 0.3, str(d), str(out), "zstd")
+    chosen = ds.selected(ref_keys, units.ords, units.chunk, tuple(thr))
+    rand = eligible & (ds.uniform(c.seed, units.ords, units.chunk, salt=1) < 0.3)
+    old = ds.featurize(c, units, chosen | rand)  # what decide featurised before
+    assert res["n"] == int(chosen.sum()) == k
+    assert np.array_equal(np.load(res["sel"]), old.counts(c.num_buckets, chosen))
+    assert np.array_equal(np.load(res["rand"]), old.counts(c.num_buckets, rand))
+    assert pq.read_table(str(out / "part-000.parquet")).equals(
+        ds.decisions(c, part, units, ref_logw, eligible, chosen))

@@ -283,3 +283,110 @@ def test_fineweb_list_ratio():
 
 def test_fineweb_empty():
     assert_rule(only("fineweb"), "  \n\t\n ", "fineweb/empty")
+
+
+# ----------------------------------------------------------------------------- speed-ups keep the outputs
+
+
+def _reference_ngram_hashes(words, n_max):
+    """textstats.ngram_hashes before issue 18: every n-gram of every length, at every position."""
+    import numpy as np
+
+    from datacurate.stages import textstats as ts
+
+    codes = words.codes()
+    pos = np.arange(len(codes)) - words.offsets[words.doc]
+    remaining = words.counts[words.doc] - pos
+    sentinel = np.arange(len(codes), dtype=np.uint64) | np.uint64(1 << 63)
+    h = ts.mix(words.doc.astype(np.uint64), codes)
+    hashes = [h]
+    for n in range(2, n_max + 1):
+        shifted = np.zeros_like(codes)
+        m = max(len(codes) - n + 1, 0)
+        shifted[:m] = codes[n - 1:]
+        h = ts.mix(h, shifted)
+        hashes.append(np.where(remaining >= n, h & np.uint64((1 << 63) - 1), sentinel))
+    return pos, hashes
+
+
+def _real_and_repetitive_texts() -> list[str]:
+    """sample_data documents (prose, web noise, man pages), and the same with spans of 3..14
+    words repeated, so that n-grams of every length repeat, within and across lines."""
+    import random
+    from pathlib import Path
+
+    import orjson
+
+    corpus = Path(__file__).resolve().parents[2] / "sample_data" / "corpus"
+    texts = []
+    for name in ("news.jsonl", "web_noise.jsonl", "technical_multilingual.jsonl", "conversational.jsonl"):
+        with open(corpus / name, "rb") as f:
+            texts += [orjson.loads(line)["text"][:3000] for line in f if line.strip()][:60]
+    rng = random.Random(0)
+    out = []
+    for t in texts:
+        out.append(t)
+        words = t.split(" ")
+        for _ in range(rng.randrange(1, 4)):
+            n, at = rng.randrange(3, 15), rng.randrange(len(words))
+            span = words[at:at + n]
+            k = rng.randrange(len(words) + 1)
+            words = words[:k] + span + words[k:]
+        out.append(" ".join(words))
+    return out + ["", "one", "a b a b a b a b a b a b"]
+
+
+def test_repeated_ngrams_found_among_fewer_positions_match_hashing_every_position():
+    """ngram_hashes looks for repeats of the n-grams longer than the top-n-gram ones only
+    where the shorter n-gram occurs twice (issue 18): the repeat positions, the hashes and
+    every repetition statistic must be those of hashing every n-gram at every position."""
+    import numpy as np
+    import pyarrow as pa
+
+    from datacurate.stages import textstats as ts
+
+    texts = pa.array(_real_and_repetitive_texts(), pa.large_string())
+    words = ts.words_of(texts)
+    word_len = words.lengths()
+    ref_pos, ref = _reference_ngram_hashes(words, 10)
+    pos, hashes, starts = ts.ngram_hashes(words, 4, (5, 6, 7, 8, 9, 10))
+    assert np.array_equal(pos, ref_pos) and len(hashes) == 4
+    assert all(np.array_equal(a, b) for a, b in zip(hashes, ref[:4]))
+    found = 0
+    for n in range(5, 11):
+        ref_starts = np.flatnonzero(ts.repeated(ref[n - 1]))
+        assert np.array_equal(np.sort(starts[n]), ref_starts), n
+        assert np.array_equal(ts.dup_ngram_chars(words, starts[n], n, word_len),
+                              ts.dup_ngram_chars(words, ref_starts, n, word_len))
+        found += len(ref_starts)
+    assert found > 100  # the texts do repeat long n-grams: the comparison is not vacuous
+    # a top n-gram set that ends above the first repeated one, and no top n-grams at all
+    for n_max, n_dup in ((6, (5, 6, 8)), (1, (2, 3)), (2, ())):
+        _, hashes, starts = ts.ngram_hashes(words, n_max, n_dup)
+        assert all(np.array_equal(a, b) for a, b in zip(hashes, ref[:n_max])) and len(hashes) == n_max
+        for n in n_dup:
+            assert np.array_equal(np.sort(starts[n]), np.flatnonzero(ts.repeated(ref[n - 1])))
+
+
+def test_words_from_the_c4_line_split_are_the_words_of_the_text():
+    """The documents' words now come from the lines C4 splits (issue 18: one split instead of
+    three): the same words, in the same order, as splitting each text, and FineWeb's word
+    counts of the C4-cleaned text."""
+    import numpy as np
+    import pyarrow as pa
+
+    from datacurate.stages import textstats as ts
+    from datacurate.stages.heuristics import C4Config, Lines, c4_rules
+
+    texts = pa.array(_real_and_repetitive_texts() + [
+        "a line\r\nanother -- one\n\n\n  \t indented , words\u00a0here\u2028x\n-- *\n", None, "\n\n", "  lone  "],
+        pa.large_string())
+    split = Lines.of(texts)
+    words, per_line = split.words()
+    ref = ts.words_of(texts)
+    assert words.values.equals(ref.values) and len(ref.values) > 10_000
+    assert np.array_equal(words.doc, ref.doc) and np.array_equal(words.offsets, ref.offsets)
+    for cfg in (C4Config(), C4Config(filter_no_terminal_punct=False)):
+        _, new_text, _, dropped = c4_rules(texts, cfg, split)
+        assert 0 < dropped.sum() < len(dropped)
+        assert np.array_equal(split.lines.per_doc(per_line * ~dropped), ts.words_of(new_text).counts)
