@@ -219,29 +219,36 @@ class GlobalContext:
         segment's part files), one task each; the JSON-able results in item order. With
         ``journal`` an item's result is recorded when its task ends and a resumed run does
         not run it again (items are known by ``keys``, by default their file names)."""
-        from datacurate.engine.ray_backend import map_items
-
         files = list(self.files if files is None else files)
         keys = list(keys) if keys is not None else [os.path.basename(f) for f in files]
         kind = f"g{self.seg_index}-{phase}"
         done = self.journal.entries(kind) if journal else {}
-        todo = [json.dumps([k, f]) for k, f in zip(keys, files) if k not in done]
+        todo = [(k, f) for k, f in zip(keys, files) if k not in done]
         if len(todo) < len(files):
             self.log(f"[datacurate] resume: {self.stage} {phase}: skipped {len(files) - len(todo)} of {len(files)} "
                      "tasks done before")
         self.skipped += len(files) - len(todo)
         results = dict(done)
         if todo:
-            import time
-
-            started = time.perf_counter()
-            ds = map_items(todo, _per_file, {"fn": fn, "kwargs": kwargs, "stage": self.stage, "phase": phase,
-                                             "journal": self.journal if journal else None, "kind": kind})
-            for i, row in enumerate(ds.iter_rows(), start=1):
-                results[row["key"]] = json.loads(row["out"])
-                if self.progress is not None:
-                    self.progress(self.stage, phase, i, len(todo), started)
+            results.update(self._run_items(phase, fn, todo, kwargs, self.journal if journal else None, kind))
         return [results[k] for k in keys]
+
+    def _run_items(self, phase: str, fn: Callable, todo: list, kwargs: dict, journal: Journal | None,
+                   kind: str) -> dict:
+        """Run ``fn`` on the (key, item) pairs of ``todo``, one Ray task each; {key: result}."""
+        import time
+
+        from datacurate.engine.ray_backend import map_items
+
+        started, out = time.perf_counter(), {}
+        ds = map_items([json.dumps(list(t)) for t in todo], _per_file,
+                       {"fn": fn, "kwargs": kwargs, "stage": self.stage, "phase": phase, "journal": journal,
+                        "kind": kind})
+        for i, row in enumerate(ds.iter_rows(), start=1):
+            out[row["key"]] = json.loads(row["out"])
+            if self.progress is not None:
+                self.progress(self.stage, phase, i, len(todo), started)
+        return out
 
     def actors(self, cls: type, args: Sequence[tuple]) -> list[ActorRef]:
         """One actor of ``cls(*a)`` per entry of ``args`` (no CPU reserved: they hold state)."""

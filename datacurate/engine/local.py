@@ -119,27 +119,15 @@ class LocalContext(GlobalContext):
             blocks.append(t.append_column(WPART, pa.array([os.path.basename(f)] * t.num_rows, pa.string())))
         return LocalData(blocks, self.stage)
 
-    def map_files(self, phase: str, fn: Callable, files: Sequence[str] | None = None, journal: bool = True,
-                  keys: Sequence[str] | None = None, **kwargs) -> list:
-        files = list(self.files if files is None else files)
-        keys = list(keys) if keys is not None else [os.path.basename(f) for f in files]
-        kind = f"g{self.seg_index}-{phase}"
-        done = self.journal.entries(kind) if journal else {}
-        if len(done) and any(k in done for k in keys):
-            n = sum(k in done for k in keys)
-            self.log(f"[datacurate] resume: {self.stage} {phase}: skipped {n} of {len(files)} tasks done before")
-            self.skipped += n
-        results = []
-        for key, item in zip(keys, files):
-            if key in done:
-                results.append(done[key])
-                continue
+    def _run_items(self, phase: str, fn: Callable, todo: list, kwargs: dict, journal, kind: str) -> dict:
+        out = {}
+        for key, item in todo:
             res = json.loads(json.dumps(fn(item, **kwargs)))  # as the distributed path returns it
-            if journal:
-                self.journal.record(kind, key, res)
+            if journal is not None:
+                journal.record(kind, key, res)
             faults.point(self.stage, phase)
-            results.append(res)
-        return results
+            out[key] = res
+        return out
 
     def actors(self, cls: type, args: Sequence[tuple]) -> list[LocalActorRef]:
         return [LocalActorRef(cls(*a)) for a in args]

@@ -97,7 +97,9 @@ def _watch_address(address: str) -> threading.Event | None:
 
 def _start_watch(ray) -> None:
     stop = threading.Event()
-    address = ray.get_runtime_context().gcs_address
+    address = getattr(ray.get_runtime_context(), "gcs_address", None)
+    if not address or ":" not in address:  # e.g. a Ray Client (ray://) session: Ray's own errors apply
+        return
     thread = threading.Thread(target=_watch, args=(address, stop), name="datacurate-ray-watch", daemon=True)
     thread.start()
     _WATCH["stop"] = stop

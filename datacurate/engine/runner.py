@@ -262,7 +262,7 @@ def _curate(cfg: PipelineConfig, tasks, journal: Journal, staging: str, show: bo
                     if show:
                         log(f"[datacurate] {spec.name}: global phases")
                     t1 = time.perf_counter()
-                    index = next(i for i, s in enumerate(cfg.stages) if s is spec or s == spec)
+                    index = next(i for i, s in enumerate(run_cfg.stages) if s is spec)  # two equal specs stay apart
                     files = sorted(glob.glob(os.path.join(work_dir(staging, seg.index - 1), "*.parquet")))
                     if input_docs(files) < cfg.ray.small_input_docs:
                         res = ray_backend.run_global_in_one_task(
