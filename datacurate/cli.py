@@ -66,7 +66,7 @@ def cmd_run(args) -> int:
     print(format_funnel(report))
     outs = [f"{cfg.output.path}/kept", f"{cfg.output.path}/rejected", f"{cfg.output.path}/stats.json"]
     for st in report["stages"].values():  # what global stages wrote: shard sets, saved filters
-        outs += [str(st.get("metrics", {})[k]) for k in ("shards", "filter_saved_to") if k in st.get("metrics", {})]
+        outs += [_shown(str(st.get("metrics", {})[k])) for k in ("shards", "filter_saved_to") if k in st.get("metrics", {})]
     if cfg.doremi is not None:
         print("doremi: domain weights " + "  ".join(f"{k} {v:.3f}" for k, v in report["doremi"].items()))
         outs.append(f"{cfg.doremi.output}/domain_weights.json")
@@ -80,6 +80,12 @@ def cmd_run(args) -> int:
         outs.append(f"{cfg.output.path}/report.html")
     print("outputs: " + ", ".join(outs))
     return 0
+
+
+def _shown(path: str) -> str:
+    """A path under the working directory as a relative one, like the other outputs."""
+    rel = os.path.relpath(path) if os.path.isabs(path) and "://" not in path else path
+    return rel if not rel.startswith("..") else path
 
 
 def cmd_stats(args) -> int:
