@@ -11,6 +11,7 @@ import re
 import sys
 import typing
 
+from datacurate import storage
 from datacurate.config import ConfigError, load_config
 from datacurate.io import InputError
 from datacurate.storage import StorageError
@@ -91,23 +92,22 @@ def _shown(path: str) -> str:
 def cmd_stats(args) -> int:
     from datacurate.engine.stats import format_funnel
 
-    path = args.output if args.output.endswith(".json") else os.path.join(args.output, "stats.json")
-    if not os.path.isfile(path):
+    path = args.output if args.output.endswith(".json") else storage.join(args.output, "stats.json")
+    if not storage.isfile(path):
         raise InputError(f"no stats.json in {args.output} (is it a datacurate output directory?)")
-    with open(path) as f:
-        print(format_funnel(json.load(f)))
-    page = os.path.join(os.path.dirname(path), "report.html")
-    print(f"report: {page}" if os.path.isfile(page) else
-          f"no report.html yet: datacurate report {os.path.dirname(path) or '.'}")
+    print(format_funnel(json.loads(storage.read_text(path))))
+    where = path.rsplit("/", 1)[0] if "/" in path else ""
+    page = storage.join(where, "report.html") if where else "report.html"
+    print(f"report: {page}" if storage.isfile(page) else f"no report.html yet: datacurate report {where or '.'}")
     return 0
 
 
 def cmd_report(args) -> int:
     from datacurate.report import write_report
 
-    if not any(os.path.exists(os.path.join(args.output, p)) for p in ("stats.json", "kept", "rejected")):
+    if not any(storage.exists(storage.join(args.output, p)) for p in ("stats.json", "kept", "rejected")):
         raise InputError(f"no stats.json, kept/ or rejected/ in {args.output} (is it a datacurate output directory?)")
-    if args.train and not os.path.isdir(args.train):
+    if args.train and not storage.isdir(args.train):
         raise InputError(f"--train: no such directory: {args.train}")
     print(f"written: {write_report(args.output, train_dir=args.train, path=args.out)}")
     return 0

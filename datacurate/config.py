@@ -26,10 +26,6 @@ class OutputConfig:
     compression: str = "zstd"
     overwrite: bool = True  # replace kept/, rejected/ and stats.json of an earlier run
     keep_work: bool = False  # keep OUT/_work (intermediate parts and decisions of global stages)
-    # path s3://...: the local mirror the run writes before it is published (its journal and
-    # --resume live there); null = ~/.cache/datacurate/runs/<url>. A multi-node cluster
-    # needs it on a shared file system (see README, Object storage)
-    work_dir: Optional[str] = None
 
 
 @dataclass

@@ -529,11 +529,9 @@ def _read_parquet(task: ReadTask, cfg: InputConfig) -> Iterator[pa.Table]:
 
 
 def write_atomic(table: pa.Table, path: str, compression: str = "zstd") -> None:
-    """Write to a temporary name and rename: a crashed task never leaves half a file."""
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    tmp = f"{path}.tmp{os.getpid()}"  # per process: a re-run task may overlap a dying one
-    pq.write_table(table, tmp, compression=compression)
-    os.replace(tmp, path)
+    """Write ``path`` whole or not at all (a local temporary renamed, or one S3 upload):
+    a crashed task never leaves half a file."""
+    storage.write_parquet(table, path, compression)
 
 
 def write_parts(table: pa.Table, kept_dir: str, rejected_dir: str, name: str, compression: str = "zstd",
@@ -557,5 +555,5 @@ def write_parts(table: pa.Table, kept_dir: str, rejected_dir: str, name: str, co
         rows = rows.drop_columns(drop)
         written["kept" if kept else "rejected"] = rows.num_rows
         if rows.num_rows:
-            write_atomic(rows, os.path.join(d, f"part-{name}.parquet"), compression)
+            write_atomic(rows, storage.join(d, f"part-{name}.parquet"), compression)
     return written

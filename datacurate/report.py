@@ -16,18 +16,18 @@ rejects stop reading once every reason has its five documents.
 
 from __future__ import annotations
 
-import glob
 import html
 import json
 import math
-import os
+import posixpath
 import re
 from collections import Counter, defaultdict
 
 import numpy as np
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 import yaml
+
+from datacurate import storage
 
 SAMPLES = 5  # documents shown per reject reason
 SAMPLE_CHARS = 300  # characters shown per document
@@ -51,8 +51,7 @@ def esc(value) -> str:
 
 def _json(path: str):
     try:
-        with open(path) as f:
-            return json.load(f)
+        return json.loads(storage.read_text(path))
     except (OSError, ValueError):
         return None
 
@@ -61,21 +60,21 @@ def _jsonl(path: str) -> list[dict]:
     """The records of a JSONL log; a line cut short by a crash is skipped."""
     out = []
     try:
-        with open(path) as f:
-            for ln in f:
-                try:
-                    rec = json.loads(ln)
-                except ValueError:
-                    continue
-                if isinstance(rec, dict) and "step" in rec:
-                    out.append(rec)
-    except OSError:
-        pass
+        text = storage.read_text(path)
+    except (OSError, UnicodeDecodeError):
+        return out
+    for ln in text.splitlines():
+        try:
+            rec = json.loads(ln)
+        except ValueError:
+            continue
+        if isinstance(rec, dict) and "step" in rec:
+            out.append(rec)
     return out
 
 
 def _files(out_dir: str, part: str) -> list[str]:
-    return sorted(glob.glob(os.path.join(out_dir, part, "*.parquet")))
+    return storage.list_files(storage.join(out_dir, part), ".parquet")
 
 
 def _stage_configs(config: dict | None) -> dict[str, dict]:
@@ -108,7 +107,7 @@ def _value_range(files: list[str], col: str) -> tuple[float, float] | None:
     """Min and max of a column from the row-group statistics (a read of the column where absent)."""
     lo, hi = math.inf, -math.inf
     for path in files:
-        pf = pq.ParquetFile(path)
+        pf = storage.parquet_file(path)
         if col not in pf.schema_arrow.names:
             continue
         idx = pf.schema_arrow.names.index(col)
@@ -151,7 +150,7 @@ class Scan:
             self._file(path, path in self.rejected)
 
     def _file(self, path: str, rejected: bool) -> None:
-        pf = pq.ParquetFile(path)
+        pf = storage.parquet_file(path)
         cols = [c for c in self.COLUMNS if c in pf.schema_arrow.names]
         status = "rejected" if rejected else "kept"
         for batch in pf.iter_batches(batch_size=65_536, columns=cols):
@@ -204,7 +203,7 @@ def sample_rejects(out_dir: str, wanted: dict[str, dict[str, int]] | None = None
         return bool(need) and all(len(out[k]) >= v for k, v in need.items())
 
     for path in _files(out_dir, "rejected"):
-        pf = pq.ParquetFile(path)
+        pf = storage.parquet_file(path)
         if not {"reject_stage", "reject_reason", "id", "text"} <= set(pf.schema_arrow.names):
             continue
         for rg in range(pf.metadata.num_row_groups):
@@ -233,11 +232,11 @@ def find_training(out_dir: str, config: dict | None, train_dir: str | None) -> d
     found = {}
     for kind in ("train", "doremi"):
         section = (config or {}).get(kind) or {}
-        for d in (section.get("output"), os.path.join(out_dir, kind)):
-            if d and os.path.isdir(d) and kind not in found:
+        for d in (section.get("output"), storage.join(out_dir, kind)):
+            if d and storage.isdir(d) and kind not in found:
                 found[kind] = d
     if train_dir:
-        kind = "doremi" if glob.glob(os.path.join(train_dir, "**", "weights.jsonl"), recursive=True) else "train"
+        kind = "doremi" if [f for f in storage.walk_files(train_dir) if f.endswith("/weights.jsonl")] else "train"
         found[kind] = train_dir
     return found
 
@@ -520,7 +519,7 @@ def shard_counts(shards_dir: str, manifest: dict) -> dict[int, Counter]:
     for key, b in (manifest.get("buckets") or {}).items():
         L, c = int(b.get("seq_len", key)), Counter()
         for f in b.get("files") or []:
-            ids = np.fromfile(os.path.join(shards_dir, f["domains"]), dtype="<u2")
+            ids = np.frombuffer(storage.read_bytes(storage.join(shards_dir, f["domains"])), dtype="<u2")
             for d, n in enumerate(np.bincount(ids, minlength=len(domains))):
                 if n:
                     c[domains[d] if d < len(domains) else str(d)] += int(n) * L
@@ -554,7 +553,7 @@ def _curve(recs: list[dict], key: str) -> tuple[list, list]:
 
 
 def train_section(title: str, d: str) -> str:
-    recs = _jsonl(os.path.join(d, "metrics.jsonl"))
+    recs = _jsonl(storage.join(d, "metrics.jsonl"))
     if not recs:
         return ""
     evals = [r for r in recs if "eval_loss" in r]
@@ -578,22 +577,23 @@ def train_section(title: str, d: str) -> str:
 
 def doremi_section(d: str) -> str:
     parts = []
-    weight_files = sorted(glob.glob(os.path.join(d, "weights.jsonl")) + glob.glob(os.path.join(d, "round-*",
-                                                                                                "weights.jsonl")))
+    files = storage.walk_files(d)
+    rel = {f: f[len(storage.abspath(d)) + 1:] for f in files}
+    weight_files = [f for f in files if re.fullmatch(r"(round-[^/]*/)?weights\.jsonl", rel[f])]
     for path in weight_files:
         recs = _jsonl(path)
         doms = sorted({k for r in recs for k in r.get("alpha", {})})
-        where = os.path.relpath(os.path.dirname(path), d)
+        where = posixpath.dirname(rel[path]) or "."
         label = "" if where == "." else f" ({where})"
         parts.append(lines(f"DoReMi domain weights{label}",
                            {k: _curve([{"step": r["step"], "w": r["alpha"].get(k)} for r in recs], "w") for k in doms},
                            "proxy step", "domain weight (alpha)"))
-    final = _json(os.path.join(d, "domain_weights.json"))
+    final = _json(storage.join(d, "domain_weights.json"))
     if isinstance(final, dict) and final:
         parts.append(hbars("DoReMi final domain weights (average over proxy steps)",
                            [(k, [v]) for k, v in final.items()], ["weight"]))
-    for sub in sorted(glob.glob(os.path.join(d, "**", "metrics.jsonl"), recursive=True)):
-        parts.append(train_section(f"DoReMi {os.path.relpath(os.path.dirname(sub), d)}", os.path.dirname(sub)))
+    for sub in sorted(f for f in files if rel[f].endswith("metrics.jsonl") and rel[f] != "metrics.jsonl"):
+        parts.append(train_section(f"DoReMi {posixpath.dirname(rel[sub])}", posixpath.dirname(sub)))
     return _section("DoReMi", *parts)
 
 
@@ -608,18 +608,17 @@ table{border-collapse:collapse;margin:8px 0}td,th{border:1px solid #ddd;padding:
 
 def write_report(out_dir: str, train_dir: str | None = None, path: str | None = None) -> str:
     """Write the run report of ``out_dir`` (default ``out_dir/report.html``); return its path."""
-    stats = _json(os.path.join(out_dir, "stats.json")) or {}
+    stats = _json(storage.join(out_dir, "stats.json")) or {}
     try:
-        with open(os.path.join(out_dir, "config.yaml")) as f:
-            config = yaml.safe_load(f) or {}
+        config = yaml.safe_load(storage.read_text(storage.join(out_dir, "config.yaml"))) or {}
     except (OSError, yaml.YAMLError):
         config = {}
     stage_cfgs = _stage_configs(config)
     scan = Scan(out_dir)
-    shards_dir = (stage_cfgs.get("decompose") or {}).get("output") or os.path.join(out_dir, "shards")
-    if not os.path.isfile(os.path.join(shards_dir, "manifest.json")):
-        shards_dir = os.path.join(out_dir, "shards")
-    manifest = _json(os.path.join(shards_dir, "manifest.json"))
+    shards_dir = (stage_cfgs.get("decompose") or {}).get("output") or storage.join(out_dir, "shards")
+    if not storage.isfile(storage.join(shards_dir, "manifest.json")):
+        shards_dir = storage.join(out_dir, "shards")
+    manifest = _json(storage.join(shards_dir, "manifest.json"))
     wanted = {s: st.get("rejected") or {} for s, st in stats.get("stages", {}).items()}
     samples = sample_rejects(out_dir, wanted)
     models = find_training(out_dir, config, train_dir)
@@ -631,12 +630,9 @@ def write_report(out_dir: str, train_dir: str | None = None, path: str | None = 
     if "doremi" in models:
         sections.append(doremi_section(models["doremi"]))
     page = (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
-            f'<title>datacurate report: {esc(os.path.abspath(out_dir))}</title><style>{CSS}</style></head><body>'
-            f'<h1>datacurate run report</h1><p class=note>{esc(os.path.abspath(out_dir))}</p>'
+            f'<title>datacurate report: {esc(storage.abspath(out_dir))}</title><style>{CSS}</style></head><body>'
+            f'<h1>datacurate run report</h1><p class=note>{esc(storage.abspath(out_dir))}</p>'
             + "".join(sections) + "</body></html>")
-    path = path or os.path.join(out_dir, "report.html")
-    tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8", errors="replace") as f:
-        f.write(page)
-    os.replace(tmp, path)
+    path = path or storage.join(out_dir, "report.html")
+    storage.write_bytes(path, page.encode("utf-8", errors="replace"))
     return path

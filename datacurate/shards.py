@@ -11,7 +11,9 @@ Readable with ``json`` and ``numpy.memmap`` alone::
 
 ``manifest["buckets"][str(L)]["files"]`` lists each file with its sequence count ``n``,
 so ``np.memmap(path, dtype=manifest["dtype"], mode="r", shape=(n, L))`` opens it; a
-bucket's sequences are its files concatenated in the listed order.
+bucket's sequences are its files concatenated in the listed order. Each entry also holds
+``tokens_xxh3`` / ``domains_xxh3``, the xxh3-128 digest of the file's bytes (hashed while
+compacting), which a training run checks shards fetched from object storage against.
 
 Writing has two steps. Each work part first writes one small piece per bucket,
 ``len<L>/part-<P>.{tokens,domains}.bin`` (:func:`write_piece`); at a million documents
@@ -20,22 +22,21 @@ concatenates each bucket's pieces, in the manifest's order, into ``shard-<k>`` f
 at most ``target_bytes`` of tokens (``k`` zero-padded to 5 digits or more, so names sort
 in order), streaming with bounded reads, and deletes the pieces: ``ceil(n / (target //
 (L x itemsize)))`` files per bucket, whatever the number of parts. Every file is written
-under a temporary name and renamed (``os.replace``), so a crash never leaves half a file
-behind a complete name; the manifest comes last, so a crash before it leaves no
+under a temporary name and renamed (or, on S3, uploaded whole), so a crash never leaves
+half a file behind a complete name; the manifest comes last, so a crash before it leaves no
 manifest, an incomplete set that a rerun replaces.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
-from contextlib import contextmanager
 from itertools import groupby
 
 import numpy as np
+import xxhash
 
+from datacurate import storage
 from datacurate.config import ConfigError
 
 FORMAT = "datacurate-token-shards"
@@ -49,14 +50,10 @@ def bucket_dir(seq_len: int) -> str:
     return f"len{seq_len}"
 
 
-@contextmanager
 def _atomic(path: str):
-    """A binary file handle on ``path.tmp``, renamed to ``path`` once the block completes."""
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    tmp = f"{path}.tmp{os.getpid()}"  # per process: a re-run task may overlap a dying one
-    with open(tmp, "wb") as f:
-        yield f
-    os.replace(tmp, path)
+    """A binary file handle whose bytes appear under ``path`` (local or ``s3://``) only
+    once the block completes (:func:`datacurate.storage.atomic_file`)."""
+    return storage.atomic_file(path)
 
 
 def _write_bytes(path: str, data: bytes | np.ndarray) -> None:
@@ -73,22 +70,27 @@ def write_piece(root: str, part: str, tokens: np.ndarray, domains: np.ndarray, d
     ``tokens`` is (n, L); returns the manifest entry of the piece.
     """
     n, seq_len = tokens.shape
-    rel = os.path.join(bucket_dir(seq_len), f"part-{part}")
+    rel = f"{bucket_dir(seq_len)}/part-{part}"
     dt = np.dtype(dtype).newbyteorder("<")
     if tokens.size and int(tokens.max()) > np.iinfo(dt).max:
         raise ValueError(f"token id {int(tokens.max())} does not fit {dt.name}")
-    _write_bytes(os.path.join(root, rel + ".tokens.bin"), tokens.astype(dt, copy=False))
-    _write_bytes(os.path.join(root, rel + ".domains.bin"), domains.astype(DOMAIN_DTYPE, copy=False))
-    return {"tokens": rel + ".tokens.bin", "domains": rel + ".domains.bin", "n": int(n)}
+    toks = np.ascontiguousarray(tokens.astype(dt, copy=False))
+    doms = np.ascontiguousarray(domains.astype(DOMAIN_DTYPE, copy=False))
+    _write_bytes(storage.join(root, rel + ".tokens.bin"), toks)
+    _write_bytes(storage.join(root, rel + ".domains.bin"), doms)
+    return {"tokens": rel + ".tokens.bin", "domains": rel + ".domains.bin", "n": int(n),
+            "tokens_xxh3": xxhash.xxh3_128(toks.tobytes()).hexdigest(),
+            "domains_xxh3": xxhash.xxh3_128(doms.tobytes()).hexdigest()}
 
 
 def check_dir(root: str, overwrite: bool) -> None:
     """Refuse a non-empty ``root`` that is not a shard set, or a shard set without ``overwrite``."""
-    if not (os.path.isdir(root) and os.listdir(root)):
+    names = storage.listdir(root) if storage.isdir(root) else []
+    if not names:
         return
-    ours = [n for n in os.listdir(root) if n in (MANIFEST, "tokenizer.json") or
-            (re.fullmatch(r"len\d+", n) and os.path.isdir(os.path.join(root, n)))]
-    if not ours or (not os.path.exists(os.path.join(root, MANIFEST)) and len(ours) < len(os.listdir(root))):
+    ours = [n for n in names if n in (MANIFEST, "tokenizer.json") or
+            (re.fullmatch(r"len\d+", n) and storage.isdir(storage.join(root, n)))]
+    if not ours or (not storage.exists(storage.join(root, MANIFEST)) and len(ours) < len(names)):
         raise ConfigError(f"decompose: output {root} is a non-empty directory that holds no token shards")
     if not overwrite:
         raise ConfigError(f"decompose: output {root} already holds shards; set output.overwrite: true")
@@ -99,14 +101,11 @@ def prepare_dir(root: str, overwrite: bool) -> None:
     ``overwrite`` (only its manifest, tokenizer copy and ``len<L>/`` folders: other files
     stay); a non-empty directory that is not a shard set is refused."""
     check_dir(root, overwrite)
-    if os.path.isdir(root):
-        for name in os.listdir(root):
-            path = os.path.join(root, name)
-            if name in (MANIFEST, "tokenizer.json"):
-                os.remove(path)
-            elif os.path.isdir(path) and re.fullmatch(r"len\d+", name):
-                shutil.rmtree(path)
-    os.makedirs(root, exist_ok=True)
+    if storage.isdir(root):
+        for name in storage.listdir(root):
+            if name in (MANIFEST, "tokenizer.json") or re.fullmatch(r"len\d+", name):
+                storage.delete(storage.join(root, name))
+    storage.makedirs(root)
 
 
 def manifest_order(pieces: list[dict]) -> list[dict]:
@@ -115,13 +114,23 @@ def manifest_order(pieces: list[dict]) -> list[dict]:
     return sorted(pieces, key=lambda p: (p["seq_len"], p["tokens"]))
 
 
-def _copy(src, dst, nbytes: int) -> None:
+def _copy(src, dst, nbytes: int, digest) -> None:
     while nbytes:
         chunk = src.read(min(nbytes, COPY_BUFFER))
         if not chunk:
-            raise ValueError(f"{src.name}: shorter than its manifest entry says")
+            raise ValueError(f"{getattr(src, 'name', 'a piece')}: shorter than its manifest entry says")
         dst.write(chunk)
+        digest.update(chunk)
         nbytes -= len(chunk)
+
+
+def file_digest(f) -> str:
+    """The ``xxh3_128`` hex digest of a binary file object, read in bounded chunks: the
+    checksum the manifest records for each shard file (``tokens_xxh3``, ``domains_xxh3``)."""
+    h = xxhash.xxh3_128()
+    for chunk in iter(lambda: f.read(COPY_BUFFER), b""):
+        h.update(chunk)
+    return h.hexdigest()
 
 
 def _compact_bucket(root: str, seq_len: int, pieces: list[dict], target_bytes: int, itemsize: int) -> list[dict]:
@@ -129,7 +138,7 @@ def _compact_bucket(root: str, seq_len: int, pieces: list[dict], target_bytes: i
     widths = {"tokens": seq_len * itemsize, "domains": DOMAIN_DTYPE.itemsize}  # bytes per sequence
     for p in pieces:
         for key, w in widths.items():
-            if os.path.getsize(os.path.join(root, p[key])) != p["n"] * w:
+            if storage.size(storage.join(root, p[key])) != p["n"] * w:
                 raise ValueError(f"{root}: piece {p[key]} does not hold {p['n']} sequences of {seq_len}")
     starts = np.cumsum([0] + [p["n"] for p in pieces])  # first sequence of each piece in the bucket
     per_file = max(1, target_bytes // widths["tokens"])  # whole sequences: at least one a file
@@ -138,15 +147,17 @@ def _compact_bucket(root: str, seq_len: int, pieces: list[dict], target_bytes: i
     entries = []
     for k in range(n_files):
         a, b = k * per_file, min(int(starts[-1]), (k + 1) * per_file)
-        rel = os.path.join(bucket_dir(seq_len), f"shard-{k:0{digits}d}")
+        rel = f"{bucket_dir(seq_len)}/shard-{k:0{digits}d}"
         entry = {"seq_len": seq_len, "tokens": rel + ".tokens.bin", "domains": rel + ".domains.bin", "n": b - a}
         for key, w in widths.items():
-            with _atomic(os.path.join(root, entry[key])) as dst:
+            digest = xxhash.xxh3_128()
+            with _atomic(storage.join(root, entry[key])) as dst:
                 for j in range(np.searchsorted(starts, a, "right") - 1, np.searchsorted(starts, b, "left")):
                     lo, hi = max(a, starts[j]), min(b, starts[j + 1])
-                    with open(os.path.join(root, pieces[j][key]), "rb") as src:
+                    with storage.open_input(storage.join(root, pieces[j][key])) as src:
                         src.seek(int(lo - starts[j]) * w)
-                        _copy(src, dst, int(hi - lo) * w)
+                        _copy(src, dst, int(hi - lo) * w, digest)
+            entry[f"{key}_xxh3"] = digest.hexdigest()
         entries.append(entry)
     return entries
 
@@ -163,7 +174,7 @@ def compact(root: str, pieces: list[dict], target_bytes: int, itemsize: int) -> 
         out += _compact_bucket(root, seq_len, [p for p in group if p["n"]], target_bytes, itemsize)
         for p in group:  # the bucket's shard files are complete: its pieces can go
             for key in ("tokens", "domains"):
-                os.remove(os.path.join(root, p[key]))
+                storage.delete(storage.join(root, p[key]))
     return out
 
 
@@ -174,25 +185,23 @@ def build_manifest(pieces: list[dict], **fields) -> dict:
         b = buckets.setdefault(str(p["seq_len"]), {"seq_len": p["seq_len"], "sequences": 0, "tokens": 0, "files": []})
         b["sequences"] += p["n"]
         b["tokens"] += p["n"] * p["seq_len"]
-        b["files"].append({k: p[k] for k in ("tokens", "domains", "n")})
+        b["files"].append({k: p[k] for k in ("tokens", "domains", "n", "tokens_xxh3", "domains_xxh3") if k in p})
     return {"format": FORMAT, "version": VERSION, **fields, "buckets": buckets}
 
 
 def write_manifest(root: str, manifest: dict) -> None:
-    _write_bytes(os.path.join(root, MANIFEST), json.dumps(manifest, indent=2).encode())
+    _write_bytes(storage.join(root, MANIFEST), json.dumps(manifest, indent=2).encode())
 
 
 def read_manifest(root: str) -> dict:
-    path = os.path.join(root, MANIFEST)
-    if not os.path.isfile(path):
+    path = storage.join(root, MANIFEST)
+    if not storage.isfile(path):
         raise FileNotFoundError(f"no {MANIFEST} in {root} (not a complete token shard set)")
-    with open(path) as f:
-        manifest = json.load(f)
+    manifest = json.loads(storage.read_text(path))
     if manifest.get("format") != FORMAT:
         raise ValueError(f"{path}: not a {FORMAT} manifest")
     return manifest
 
 
 def copy_tokenizer(root: str, tokenizer_path: str) -> None:
-    with open(tokenizer_path, "rb") as f:
-        _write_bytes(os.path.join(root, "tokenizer.json"), f.read())
+    _write_bytes(storage.join(root, "tokenizer.json"), storage.read_bytes(tokenizer_path))

@@ -22,11 +22,14 @@ access denied, an endpoint that does not answer within seconds).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import io
 import os
 import posixpath
 import re
 import shutil
+import tempfile
 from typing import Iterator
 
 import pyarrow.fs as pafs
@@ -53,6 +56,21 @@ def join(base: str, *parts: str) -> str:
     if is_remote(base):
         return posixpath.join(base.rstrip("/"), *parts)
     return os.path.join(base, *parts)
+
+
+def abspath(path: str) -> str:
+    """A local path made absolute (``file://`` dropped); a URL without its trailing ``/``."""
+    return path.rstrip("/") if is_remote(path) else os.path.abspath(os.path.expanduser(local_path(path)))
+
+
+def relative_to(path: str, root: str) -> str | None:
+    """``path`` relative to ``root`` ("." for root itself), or None when it is not under it."""
+    path, root = abspath(path), abspath(root)
+    if is_remote(path) != is_remote(root):
+        return None
+    if path == root:
+        return "."
+    return path[len(root) + 1:] if path.startswith(root.rstrip("/") + "/") else None
 
 
 def _endpoint() -> str | None:
@@ -87,6 +105,27 @@ def filesystem(path: str) -> tuple[pafs.FileSystem, str]:
     return _FS[key], rest.rstrip("/")
 
 
+CREDENTIAL_ENV = ("AWS_ACCESS_KEY_ID", "AWS_PROFILE", "AWS_WEB_IDENTITY_TOKEN_FILE",
+                  "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "AWS_CONTAINER_CREDENTIALS_FULL_URI")
+
+
+def _credentials_given() -> bool:
+    """A key or profile in the environment, or a shared credentials / config file."""
+    if any(os.environ.get(k) for k in CREDENTIAL_ENV):
+        return True
+    home = os.path.expanduser("~")
+    files = (os.environ.get("AWS_SHARED_CREDENTIALS_FILE") or os.path.join(home, ".aws", "credentials"),
+             os.environ.get("AWS_CONFIG_FILE") or os.path.join(home, ".aws", "config"))
+    return any(os.path.isfile(f) for f in files)
+
+
+def no_credentials() -> bool:
+    """No credential source the AWS SDKs read is present: nothing in the environment or
+    the files, and instance metadata switched off (``AWS_EC2_METADATA_DISABLED``).
+    Requests then go unsigned."""
+    return not _credentials_given() and os.environ.get("AWS_EC2_METADATA_DISABLED", "").lower() == "true"
+
+
 def describe(e: BaseException, path: str) -> str:
     """One line for an S3 or file-system error."""
     msg = " ".join(str(e).split())
@@ -94,13 +133,20 @@ def describe(e: BaseException, path: str) -> str:
     bucket = path.split("://", 1)[-1].split("/", 1)[0]
     if "nosuchbucket" in low or "bucket does not exist" in low:
         return f"{path}: bucket {bucket!r} does not exist"
+    dead = any(w in low for w in ("curl", "network", "connect", "timed out", "timeout", "resolve"))
+    if no_credentials() and not dead:
+        return (f"{path}: no S3 credentials found (set AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY or AWS_PROFILE, "
+                "or run where an instance role provides them)")
     if any(w in low for w in ("invalidaccesskeyid", "signaturedoesnotmatch", "invalidtoken", "expiredtoken",
                               "no credentials", "unable to locate credentials")):
         return (f"{path}: the S3 credentials were refused or are missing (AWS_ACCESS_KEY_ID / "
                 "AWS_SECRET_ACCESS_KEY / AWS_PROFILE)")
     if "accessdenied" in low or "access denied" in low or "forbidden" in low:
+        if not _credentials_given():
+            return (f"{path}: access denied, and no S3 credentials were found in the environment or ~/.aws "
+                    "(the requests went unsigned unless an instance role signed them)")
         return f"{path}: access denied (the credentials lack permission for this bucket or key)"
-    if any(w in low for w in ("curl", "network", "connect", "timed out", "timeout", "resolve")):
+    if dead:
         return f"{path}: the S3 endpoint {_endpoint() or '(AWS default)'} does not answer"
     return f"{path}: {msg[:200]}"
 
@@ -155,6 +201,44 @@ def check_bucket(path: str) -> None:
     bucket = p.split("/", 1)[0]
     if _wrap(fs.get_file_info, path, bucket).type == pafs.FileType.NotFound:
         raise StorageError(f"{path}: bucket {bucket!r} does not exist")
+
+
+def list_files(path: str, suffix: str = "") -> list[str]:
+    """The files directly in a directory (prefix) whose names end in ``suffix``, as full
+    paths / URLs, sorted; an absent directory has none."""
+    if not is_remote(path):
+        d = local_path(path)
+        if not os.path.isdir(d):
+            return []
+        return sorted(os.path.join(d, n) for n in os.listdir(d)
+                      if n.endswith(suffix) and os.path.isfile(os.path.join(d, n)))
+    fs, p = filesystem(path)
+    found = _wrap(fs.get_file_info, path, pafs.FileSelector(p, allow_not_found=True, recursive=False))
+    return sorted(_url(path, f.path) for f in found if f.type == pafs.FileType.File and f.path.endswith(suffix))
+
+
+def sizes(path: str, suffix: str = "") -> dict[str, int]:
+    """{file: size} for :func:`list_files` in one listing (no request per file on S3)."""
+    if not is_remote(path):
+        return {f: os.path.getsize(f) for f in list_files(path, suffix)}
+    fs, p = filesystem(path)
+    found = _wrap(fs.get_file_info, path, pafs.FileSelector(p, allow_not_found=True, recursive=False))
+    return {_url(path, f.path): f.size for f in sorted(found, key=lambda f: f.path)
+            if f.type == pafs.FileType.File and f.path.endswith(suffix)}
+
+
+def isdir(path: str) -> bool:
+    """A local directory, or an S3 prefix that holds at least one object."""
+    if not is_remote(path):
+        return os.path.isdir(local_path(path))
+    fs, p = filesystem(path)
+    return bool(_wrap(fs.get_file_info, path, pafs.FileSelector(p, allow_not_found=True, recursive=False)))
+
+
+def makedirs(path: str) -> None:
+    """A local directory (and its parents); nothing on S3, which has no directories."""
+    if not is_remote(path):
+        os.makedirs(local_path(path), exist_ok=True)
 
 
 def walk_files(path: str) -> list[str]:
@@ -268,6 +352,99 @@ def write_text(path: str, text: str) -> None:
     write_bytes(path, text.encode("utf-8"))
 
 
+@contextlib.contextmanager
+def atomic_file(path: str):
+    """A binary file handle whose bytes appear under ``path`` only once the block completes:
+    locally a temporary name (per process: a re-run task may overlap a dying one) renamed
+    at the end; on S3 a local temporary file uploaded at the end (one PUT, or a multipart
+    upload S3 makes visible only when complete). A failed block leaves nothing."""
+    if not is_remote(path):
+        path = local_path(path)
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        tmp = f"{path}.tmp{os.getpid()}"
+        try:
+            with open(tmp, "wb") as f:
+                yield f
+            os.replace(tmp, path)
+        finally:
+            if os.path.exists(tmp):
+                os.remove(tmp)
+        return
+    fd, tmp = tempfile.mkstemp(prefix="datacurate-", suffix=".upload")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            yield f
+        if os.path.getsize(tmp) < (64 << 20):
+            with open(tmp, "rb") as f:
+                write_bytes(path, f.read())
+        else:
+            put_file(tmp, path)
+    finally:
+        os.remove(tmp)
+
+
+def write_parquet(table, path: str, compression: str = "zstd") -> None:
+    """A Parquet file written whole or not at all (see :func:`atomic_file`)."""
+    import pyarrow.parquet as pq
+
+    if not is_remote(path):
+        with atomic_file(path) as f:
+            pq.write_table(table, f, compression=compression)
+        return
+    buf = io.BytesIO()  # parts are tens of MB at most: one PUT
+    pq.write_table(table, buf, compression=compression)
+    write_bytes(path, buf.getvalue())
+
+
+def read_parquet(path: str, columns=None):
+    import pyarrow.parquet as pq
+
+    if not is_remote(path):
+        return pq.read_table(local_path(path), columns=columns)
+    fs, p = filesystem(path)
+    return _wrap(pq.read_table, path, p, columns=columns, filesystem=fs)
+
+
+def parquet_file(path: str):
+    """A ``pyarrow.parquet.ParquetFile`` (metadata, schema, row groups) for a path or URL."""
+    import pyarrow.parquet as pq
+
+    return pq.ParquetFile(open_input(path)) if is_remote(path) else pq.ParquetFile(local_path(path))
+
+
+def save_npy(path: str, arrays) -> str:
+    """One array (``.npy``) or a dict of arrays (``.npz``) under ``path``, atomically."""
+    import numpy as np
+
+    with atomic_file(path) as f:
+        if isinstance(arrays, dict):
+            np.savez(f, **arrays)
+        else:
+            np.save(f, arrays)
+    return path
+
+
+def load_npy(path: str):
+    """What :func:`save_npy` wrote (an ``NpzFile`` for ``.npz``: use it in a ``with``)."""
+    import numpy as np
+
+    return np.load(io.BytesIO(read_bytes(path)) if is_remote(path) else local_path(path))
+
+
+def move(src: str, dst: str) -> None:
+    """Rename a file: ``os.replace`` locally; on S3 a server-side copy then a delete (the
+    copy appears whole under ``dst``; a crash between the two leaves both, and moving
+    again is harmless)."""
+    if not is_remote(src):
+        os.makedirs(os.path.dirname(os.path.abspath(local_path(dst))), exist_ok=True)
+        os.replace(local_path(src), local_path(dst))
+        return
+    fs, s = filesystem(src)
+    _, d = filesystem(dst)
+    _wrap(fs.copy_file, src, s, d)
+    _wrap(fs.delete_file, src, s)
+
+
 def put_file(local: str, url: str) -> None:
     """Upload one local file (multipart for large files: visible only once complete)."""
     fs, p = filesystem(url)
@@ -298,8 +475,8 @@ def delete(path: str) -> None:
     st = _wrap(fs.get_file_info, path, p)
     if st.type == pafs.FileType.File:
         _wrap(fs.delete_file, path, p)
-    elif st.type == pafs.FileType.Directory:
-        _wrap(fs.delete_dir_contents, path, p, missing_dir_ok=True)
+    elif st.type == pafs.FileType.Directory:  # the prefix and its objects (delete_dir_contents leaves a marker)
+        _wrap(fs.delete_dir, path, p)
 
 
 def upload_tree(local_dir: str, url: str, last: tuple[str, ...] = ()) -> None:

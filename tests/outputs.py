@@ -48,6 +48,10 @@ def assert_same(a: str | Path, b: str | Path) -> None:
     sa, sb = snapshot(a), snapshot(b)
     assert sa["files"] == sb["files"], (set(sa["files"]) ^ set(sb["files"]))
     for key in sa:
+        if isinstance(sa[key], dict) and isinstance(sb[key], dict) and sa[key] != sb[key]:
+            diff = {k: (sa[key].get(k), sb[key].get(k)) for k in set(sa[key]) | set(sb[key])
+                    if sa[key].get(k) != sb[key].get(k)}
+            raise AssertionError(f"{key} differs between {a} and {b}: {str(diff)[:1500]}")
         assert sa[key] == sb[key], f"{key} differs between {a} and {b}"
 
 

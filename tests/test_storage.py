@@ -76,7 +76,6 @@ def runs(ray_session, s3_server, small_corpus, tmp_path_factory):
     s3.upload_dir(small_corpus, "s3://data/corpus")
     s3.upload_dir(REPO / "sample_data" / "target", "s3://data/target")
     cfg = _config(tmp, "s3://data/corpus", "s3://data/out", "s3://data/target")
-    cfg.output.work_dir = str(tmp / "mirror")
     remote = run_pipeline(cfg, report=False)
     return local, local_out, remote, tmp
 
@@ -103,7 +102,7 @@ def _diff(a: dict, b: dict) -> dict:
 
 def test_pipeline_on_s3_matches_local(runs):
     local, local_out, remote, tmp = runs
-    keys = s3.keys("s3://data/out")
+    keys = [k for k in s3.keys("s3://data/out") if not k.endswith("/")]  # pyarrow leaves directory markers
     names = {k.removeprefix("out/") for k in keys}
     local_names = {str(p.relative_to(local_out)) for p in local_out.rglob("*") if p.is_file()}
     assert names == local_names and "stats.json" in names and "kept" in {n.split("/")[0] for n in names}
@@ -120,10 +119,28 @@ def test_pipeline_on_s3_matches_local(runs):
     manifest = json.loads(s3.get("s3://data/out/shards/manifest.json"))
     local_manifest = json.loads((local_out / "shards" / "manifest.json").read_text())
     # the manifest records the run's configuration: only where the inputs were differs
-    given = (".input.path[0]", ".dsir.target.path[0]", ".output.work_dir")
     assert set(_diff(_flat(manifest, ("s3://data/out",)), _flat(local_manifest, (str(local_out),)))) == {
-        f".source_run.config{k}" for k in (given[0], ".stages[6]" + given[1], given[2])}
+        ".source_run.config.input.path[0]", ".source_run.config.stages[6].dsir.target.path[0]"}
     assert local["totals"]["read"] == 270 and local["totals"]["kept"] > 0
+
+
+def test_stats_and_report_read_an_s3_output(runs, capsys):
+    from datacurate.cli import main
+
+    local, local_out, remote, tmp = runs
+    assert main(["stats", "s3://data/out"]) == 0
+    printed = capsys.readouterr().out
+    assert f"{remote['totals']['read']:,}" in printed and "no report.html yet: datacurate report s3://data/out" in printed
+    assert main(["report", "s3://data/out"]) == 0
+    assert "written: s3://data/out/report.html" in capsys.readouterr().out
+    page = s3.get("s3://data/out/report.html").decode()
+    assert "datacurate run report" in page and "s3://data/out" in page and "<svg" in page
+    from datacurate.report import write_report
+
+    write_report(str(local_out), path=str(tmp / "local-report.html"))
+    local_page = (tmp / "local-report.html").read_text()
+    # the same figures: the pages differ only where they name the output
+    assert page.replace("s3://data/out", "OUT") == local_page.replace(str(local_out), "OUT")
 
 
 @pytest.fixture
@@ -153,6 +170,23 @@ def test_refused_credentials_fail_in_one_line(who, error_input, capsys, monkeypa
         s3.set_auth(False)
     assert rc == 2 and len(err) == 1, err
     assert ("credentials were refused" if who == "bad_key" else "access denied") in err[0], err
+    assert s3.keys("s3://data/errout") == []
+
+
+def test_no_credentials_at_all_fail_in_one_line(error_input, capsys, monkeypatch, tmp_path):
+    """No key, no profile, no ~/.aws files, no instance metadata: the requests go unsigned
+    and the server refuses them; the message names the missing credentials."""
+    for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
+        monkeypatch.delenv(k, raising=False)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    s3.set_auth(True)
+    try:
+        rc, err = _run_cli(capsys, error_input, "s3://data/errout")
+    finally:
+        s3.set_auth(False)
+    assert rc == 2 and len(err) == 1 and "no S3 credentials found" in err[0], err
     assert s3.keys("s3://data/errout") == []
 
 
@@ -196,27 +230,37 @@ def test_s3_listing_globs_and_read_plan_match_local(s3_server, small_corpus):
 
 
 def test_killed_run_leaves_no_stats_json_in_the_bucket_and_resumes(s3_server, small_corpus, tmp_path):
-    """The driver is SIGKILLed after its first map task (a real crash of the whole run):
-    nothing is published; --resume finishes from the journal in the mirror and publishes."""
+    """The driver is SIGKILLed after its first map tasks (a real crash of the whole run).
+    The workers wrote their parts and journal entries straight into the bucket (under
+    OUT/_work, nothing under a final name, no stats.json); --resume, run from another
+    directory with another HOME (nothing of the first run on local disk), finishes from
+    the journal in the bucket and moves the outputs into place."""
     s3.make_bucket("crash")
     s3.upload_dir(small_corpus, "s3://crash/corpus")
     cmd = [sys.executable, "-m", "datacurate.cli", "run", str(REPO / "pipelines" / "langid_only.yaml"), "--input",
-           "s3://crash/corpus", "--output", "s3://crash/out", "--quiet", "--no-report", "--set", "ray.num_cpus=2",
-           "--set", f"output.work_dir={tmp_path / 'mirror'}"]
-    env = {**os.environ, "DATACURATE_FAULT": "langid:map:2:kill-driver", "DATACURATE_FAULT_DIR": str(tmp_path)}
+           "s3://crash/corpus", "--output", "s3://crash/out", "--quiet", "--no-report", "--set", "ray.num_cpus=2"]
+    first, second = tmp_path / "node-a", tmp_path / "node-b"
+    first.mkdir()
+    second.mkdir()
+    env = {**os.environ, "DATACURATE_FAULT": "langid:map:2:kill-driver", "DATACURATE_FAULT_DIR": str(tmp_path),
+           "HOME": str(first), "PYTHONPATH": str(REPO)}
     env.pop("RAY_ADDRESS", None)
-    killed = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    killed = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300, cwd=first)
     assert killed.returncode == -9, killed.stderr[-2000:]
-    assert s3.keys("s3://crash/out") == []  # not even a part: nothing is published before the run is complete
-    done = subprocess.run(cmd + ["--resume"], env={**env, "DATACURATE_FAULT": ""}, capture_output=True, text=True,
-                          timeout=300)
+    left = [k for k in s3.keys("s3://crash/out") if not k.endswith("/")]
+    assert left and all(k.startswith("out/_work/") for k in left), left
+    assert [k for k in left if "/journal/s0/" in k] and [k for k in left if k.endswith(".parquet")], left
+    assert not [p for p in first.rglob("*") if p.suffix in (".parquet", ".json")]  # nothing of the run on disk
+    done = subprocess.run(cmd + ["--resume"], env={**env, "DATACURATE_FAULT": "", "HOME": str(second)},
+                          capture_output=True, text=True, timeout=300, cwd=second)
     assert done.returncode == 0, done.stderr[-2000:]
     assert re.search(r"resume: segment 0: skipped [1-9]\d* of", done.stderr), done.stderr[-2000:]
     stats = json.loads(s3.get("s3://crash/out/stats.json"))
     assert stats["totals"]["accounted"] and stats["totals"]["read"] == 270
-    kept = pq.read_table(pa.BufferReader(s3.get(next(f"s3://crash/{k}" for k in s3.keys("s3://crash/out/kept")))))
+    keys = [k for k in s3.keys("s3://crash/out") if not k.endswith("/")]
+    assert not [k for k in keys if "/_work/" in k], keys  # the staging and journal go once complete
+    kept = pq.read_table(pa.BufferReader(s3.get(next(f"s3://crash/{k}" for k in keys if "/kept/" in k))))
     assert kept.num_rows > 0
-    assert not (tmp_path / "mirror" / "out").exists()  # the mirror goes once published
 
 
 def test_side_inputs_from_s3_read_as_local(s3_server, monkeypatch, tmp_path):

@@ -67,3 +67,26 @@ def test_doremi_cli_with_s3_shards_and_output_matches_local(s3_server, tmp_path,
     assert s3.get("s3://doremi/out/reference/checkpoints/latest") == b"step-4"  # the symlink, as an object
     assert {"reference/checkpoints/step-4/state.json", "proxy/checkpoints/step-4/model.pt"} <= names
     assert not [n for n in names if ".tmp" in n]
+
+
+def test_a_corrupted_s3_shard_is_a_one_line_error_not_trained_on(s3_server, tmp_path):
+    """A shard object rewritten in the bucket with other bytes of the same size passes the
+    size check; the manifest's xxh3 digest catches it, and the bad copy leaves the cache."""
+    import pytest
+
+    from datacurate.config import ConfigError
+
+    shards = Path(markov_set(tmp_path / "synth"))
+    manifest = json.loads((shards / "manifest.json").read_text())
+    victim = manifest["buckets"]["128"]["files"][1]["tokens"]
+    s3.make_bucket("corrupt")
+    s3.upload_dir(shards, "s3://corrupt/shards")
+    good = s3.get(f"s3://corrupt/shards/{victim}")
+    bad = bytes([good[0] ^ 1]) + good[1:]
+    s3.client().put_object(Bucket="corrupt", Key=f"shards/{victim}", Body=bad)
+    cache = tmp_path / "cache"
+    cfg = cfg_of("s3://corrupt/shards", tmp_path / "out", cache_dir=str(cache), steps=2, model={"preset": "tiny"})
+    with pytest.raises(ConfigError, match=f"{victim}: checksum [0-9a-f]+ is not the manifest's"):
+        train(cfg)
+    cached = next((cache / "shards").iterdir())
+    assert (cached / "len64" / "part-a.tokens.bin").exists() and not (cached / victim).exists()

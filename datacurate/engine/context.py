@@ -14,13 +14,13 @@ point (:mod:`datacurate.engine.faults`) named ``<stage>:<phase>`` when it is don
 from __future__ import annotations
 
 import functools
-import glob
 import json
-import os
+import posixpath
 from typing import Callable, Iterator, Sequence
 
 import pyarrow as pa
 
+from datacurate import storage
 from datacurate.engine import faults
 from datacurate.engine.journal import Journal
 
@@ -144,7 +144,7 @@ class ActorRef:
 
 
 def _with_wpart(batch: pa.Table) -> pa.Table:
-    names = [os.path.basename(p) for p in batch.column("path").to_pylist()]
+    names = [posixpath.basename(p) for p in batch.column("path").to_pylist()]
     return batch.drop_columns(["path"]).append_column(WPART, pa.array(names, pa.string()))
 
 
@@ -176,10 +176,10 @@ class GlobalContext:
         self.run_config_dict = to_dict(self.run_config)
         self.spec_index = spec_index  # this stage's place in run_config.stages
         self.out = cfg.output.path  # where this run writes (staged; see runner)
-        self.final_out = os.path.abspath(final_out)  # where its outputs will be once the run completes
+        self.final_out = storage.abspath(final_out)  # where its outputs will be once the run completes
         self.compression = cfg.output.compression
-        self.decisions_dir = os.path.join(self.out, "_work", f"d{seg_index}")
-        self.files = sorted(glob.glob(os.path.join(work_dir(self.out, seg_index - 1), "*.parquet")))
+        self.decisions_dir = storage.join(self.out, "_work", f"d{seg_index}")
+        self.files = storage.list_files(work_dir(self.out, seg_index - 1), ".parquet")
         self.outputs = outputs
         self.log = log or (lambda m: None)
         self.progress = progress  # progress(stage, phase, done, total, started) as per-file tasks end
@@ -187,11 +187,11 @@ class GlobalContext:
 
     # ---- where things go
     def decisions_path(self, part_file: str) -> str:
-        return os.path.join(self.decisions_dir, os.path.basename(part_file))
+        return storage.join(self.decisions_dir, posixpath.basename(part_file))
 
     def scratch(self, name: str) -> str:
-        d = os.path.join(self.out, "_work", f"{name}{self.seg_index}")
-        os.makedirs(d, exist_ok=True)
+        d = storage.join(self.out, "_work", f"{name}{self.seg_index}")
+        storage.makedirs(d)
         return d
 
     def stage_output(self, final: str, owns: Sequence[str] = ("*",)) -> str:
@@ -202,14 +202,16 @@ class GlobalContext:
     # ---- primitives
     def read(self, files: Sequence[str], columns: Sequence[str]) -> Data:
         """Columns of Parquet files as a :class:`Data`, plus ``_wpart`` (each row's file name)."""
-        import pyarrow.fs
         import ray.data
 
         from datacurate.engine.ray_backend import quiet_data_context
 
         quiet_data_context()
-        # the file system is explicit: left to guess, Ray probes fsspec's HTTP file system
-        ds = ray.data.read_parquet(list(files), include_paths=True, filesystem=pyarrow.fs.LocalFileSystem())
+        # the file system is explicit (local or S3, from the seam): left to guess, Ray
+        # probes fsspec's HTTP file system
+        files = list(files)
+        fs = storage.filesystem(files[0])[0] if files else None
+        ds = ray.data.read_parquet([storage.filesystem(f)[1] for f in files], include_paths=True, filesystem=fs)
         ds = ds.select_columns(list(columns) + ["path"])
         return Data(ds.map_batches(_with_wpart, batch_format="pyarrow"), self.stage)
 
@@ -220,7 +222,7 @@ class GlobalContext:
         ``journal`` an item's result is recorded when its task ends and a resumed run does
         not run it again (items are known by ``keys``, by default their file names)."""
         files = list(self.files if files is None else files)
-        keys = list(keys) if keys is not None else [os.path.basename(f) for f in files]
+        keys = list(keys) if keys is not None else [posixpath.basename(f) for f in files]
         kind = f"g{self.seg_index}-{phase}"
         done = self.journal.entries(kind) if journal else {}
         todo = [(k, f) for k, f in zip(keys, files) if k not in done]
@@ -272,14 +274,14 @@ class StagedOutputs:
         self.journal, self.staging_root, self.final_root = journal, staging_root, final_root
 
     def stage(self, final: str, owns: Sequence[str]) -> str:
-        final = os.path.abspath(final)
-        root = os.path.abspath(self.final_root)
-        if os.path.commonpath([final, root]) == root:  # under OUT: inside the staging root, swapped with it
-            staged = os.path.join(self.staging_root, os.path.relpath(final, root))
+        final = storage.abspath(final)
+        rel = storage.relative_to(final, self.final_root)
+        if rel is not None:  # under OUT: inside the staging root, swapped with it
+            staged = storage.join(self.staging_root, *rel.split("/")) if rel != "." else self.staging_root
         else:
             staged = final.rstrip("/") + ".staging"
             entries = self.journal.get("run", "outputs", {})
             entries[staged] = {"final": final, "owns": list(owns)}
             self.journal.record("run", "outputs", entries)
-        os.makedirs(staged, exist_ok=True)
+        storage.makedirs(staged)
         return staged

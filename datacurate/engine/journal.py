@@ -13,38 +13,30 @@ outputs are named by their content's position in the input, so a unit that ran t
 from __future__ import annotations
 
 import json
-import os
+import posixpath
+
+from datacurate import storage
 
 
 class Journal:
+    """Entries are small files (objects on S3: one PUT each, visible whole), so the
+    journal of a run whose OUT is ``s3://`` lives in the bucket and any node can resume it."""
+
     def __init__(self, root: str):
         self.root = root
 
     def _path(self, kind: str, key: str) -> str:
-        return os.path.join(self.root, kind, f"{key}.json")
+        return storage.join(self.root, kind, f"{key}.json")
 
     def record(self, kind: str, key: str, value) -> None:
-        path = self._path(kind, key)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        tmp = f"{path}.tmp{os.getpid()}"
-        with open(tmp, "w") as f:
-            json.dump(value, f)
-        os.replace(tmp, path)
+        storage.write_text(self._path(kind, key), json.dumps(value))
 
     def get(self, kind: str, key: str, default=None):
         try:
-            with open(self._path(kind, key)) as f:
-                return json.load(f)
+            return json.loads(storage.read_text(self._path(kind, key)))
         except FileNotFoundError:
             return default
 
     def entries(self, kind: str) -> dict:
-        d = os.path.join(self.root, kind)
-        if not os.path.isdir(d):
-            return {}
-        out = {}
-        for name in sorted(os.listdir(d)):
-            if name.endswith(".json"):
-                with open(os.path.join(d, name)) as f:
-                    out[name[:-5]] = json.load(f)
-        return out
+        return {posixpath.basename(f)[:-5]: json.loads(storage.read_text(f))
+                for f in storage.list_files(storage.join(self.root, kind), ".json")}

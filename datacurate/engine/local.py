@@ -12,15 +12,14 @@ fixed overhead however small the data (measured in benchmarks/README.md).
 from __future__ import annotations
 
 import json
-import os
+import posixpath
 import sys
 from typing import Callable, Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
-
+from datacurate import storage
 from datacurate.engine import faults
 from datacurate.engine.context import WPART, GlobalContext, _join_group
 
@@ -115,8 +114,8 @@ class LocalContext(GlobalContext):
     def read(self, files: Sequence[str], columns: Sequence[str]) -> LocalData:
         blocks = []
         for f in files:
-            t = pq.read_table(f, columns=list(columns))
-            blocks.append(t.append_column(WPART, pa.array([os.path.basename(f)] * t.num_rows, pa.string())))
+            t = storage.read_parquet(f, columns=list(columns))
+            blocks.append(t.append_column(WPART, pa.array([posixpath.basename(f)] * t.num_rows, pa.string())))
         return LocalData(blocks, self.stage)
 
     def _run_items(self, phase: str, fn: Callable, todo: list, kwargs: dict, journal, kind: str) -> dict:
@@ -149,4 +148,4 @@ def run_stage(spec, cfg, seg_index: int, journal, final_out: str, outputs, run_c
 
 def input_docs(files: Sequence[str]) -> int:
     """Rows in some Parquet files, from their footers."""
-    return sum(pq.ParquetFile(f).metadata.num_rows for f in files)
+    return sum(storage.parquet_file(f).metadata.num_rows for f in files)

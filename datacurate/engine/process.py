@@ -11,7 +11,7 @@ functions to Ray; tests and the Python API can call them directly.
 
 from __future__ import annotations
 
-import os
+import posixpath
 import time
 from dataclasses import dataclass, field
 from typing import Sequence
@@ -19,8 +19,7 @@ from typing import Sequence
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
-
+from datacurate import storage
 from datacurate.config import PipelineConfig, StageSpec
 from datacurate.engine.stats import count_reasons, merge
 from datacurate.io import ReadTask, read_task, write_parts
@@ -66,11 +65,11 @@ def output_schema(specs: Sequence[StageSpec]) -> pa.Schema:
 
 
 def work_dir(out: str, segment: int) -> str:
-    return os.path.join(out, "_work", f"s{segment}")
+    return storage.join(out, "_work", f"s{segment}")
 
 
 def decisions_dir(out: str, segment: int) -> str:
-    return os.path.join(out, "_work", f"d{segment}")
+    return storage.join(out, "_work", f"d{segment}")
 
 
 def _mark_stage(out: pa.Table, newly: np.ndarray, name: str) -> pa.Table:
@@ -133,11 +132,11 @@ def _finish(table: pa.Table, stages: Sequence[Stage], seg: Segment, cfg: Pipelin
     t0 = time.perf_counter()
     out = cfg.output.path
     name = f"s{seg.index}-{part_name(table.column(ORD)[0].as_py())}"
-    rejected_dir = os.path.join(out, "rejected")
+    rejected_dir = storage.join(out, "rejected")
     schema = pa.schema(seg.columns)
     if seg.final:
         table = _ensure_columns(table, dict(seg.columns)).select(schema.names).cast(schema)
-        written = write_parts(table, os.path.join(out, "kept"), rejected_dir, name, cfg.output.compression)
+        written = write_parts(table, storage.join(out, "kept"), rejected_dir, name, cfg.output.compression)
     else:
         written = _write_split(table, schema, seg, out, name, cfg)
     stats["kept" if seg.final else "passed"] = stats.get("kept" if seg.final else "passed", 0) + written["kept"]
@@ -155,9 +154,9 @@ def _write_split(table: pa.Table, schema: pa.Schema, seg: Segment, out: str, nam
     rej = _ensure_columns(table.filter(rejected), dict(seg.columns)).select(schema.names).cast(schema)
     if ok.num_rows:
         write_atomic(ok.drop_columns([REJECT_STAGE, REJECT_REASON]),
-                     os.path.join(work_dir(out, seg.index), f"part-{name}.parquet"), cfg.output.compression)
+                     storage.join(work_dir(out, seg.index), f"part-{name}.parquet"), cfg.output.compression)
     if rej.num_rows:
-        write_atomic(rej, os.path.join(out, "rejected", f"part-{name}.parquet"), cfg.output.compression)
+        write_atomic(rej, storage.join(out, "rejected", f"part-{name}.parquet"), cfg.output.compression)
     return {"kept": ok.num_rows, "rejected": rej.num_rows}
 
 
@@ -186,9 +185,9 @@ def curate_task(task: ReadTask | dict, cfg: PipelineConfig, seg: Segment, stages
 
 
 def load_decisions(directory: str, part_file: str, stage: Stage) -> pa.Table:
-    path = os.path.join(directory, os.path.basename(part_file))
-    if os.path.exists(path):
-        return pq.read_table(path)
+    path = storage.join(directory, posixpath.basename(part_file))
+    if storage.exists(path):
+        return storage.read_parquet(path)
     cols = {ORD: pa.array([], pa.int64()), REJECT_REASON: pa.array([], pa.string())}
     cols.update({n: pa.array([], t) for n, t in stage.columns.items()})
     return pa.table(cols)
@@ -200,7 +199,7 @@ def curate_work_file(path: str, cfg: PipelineConfig, seg: Segment, global_stage:
     stages = list(stages) if stages is not None else build_stages(seg.maps)
     stats = new_stats()
     stats["read"] = 0  # counted once, in segment 0
-    table = pq.read_table(path)
+    table = storage.read_parquet(path)
     for name, typ in REJECT_COLUMNS.items():
         table = table.append_column(name, pa.nulls(table.num_rows, typ))
     decisions = load_decisions(decisions_dir(cfg.output.path, seg.index), path, global_stage)

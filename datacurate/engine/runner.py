@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import copy
 import fnmatch
-import glob
 import hashlib
 import json
 import os
+import posixpath
 import re
-import shutil
 import sys
 import time
 from typing import Callable
@@ -34,7 +33,7 @@ def _owned(cfg: PipelineConfig) -> tuple[str, ...]:
 
     declared = tuple(sorted({n for cls in STAGES.values() for n in getattr(cls, "default_outputs", ())}))
     extra = tuple(name for name, sec in (("doremi", cfg.doremi), ("train", cfg.train))
-                  if sec is not None and os.path.abspath(sec.output) == os.path.abspath(os.path.join(cfg.output.path, name)))
+                  if sec is not None and storage.abspath(sec.output) == storage.join(storage.abspath(cfg.output.path), name))
     return OWNED + declared + extra
 
 
@@ -56,18 +55,25 @@ def check_model_sections(cfg: PipelineConfig) -> None:
             raise ConfigError(f"{name}.data.domain_weights: file not found: {w}")
 
 
-STAGING = os.path.join("_work", "run")  # under OUT: where an unfinished run writes
+STAGING = "_work/run"  # under OUT: where an unfinished run writes
 OUTSIDE = "outputs"  # journal key: stage outputs staged outside OUT (see context.StagedOutputs)
 
 
 def check_output(cfg: PipelineConfig) -> None:
     """OUT is a directory (or absent), and holds no earlier run unless ``overwrite``."""
     out = cfg.output.path
-    if os.path.exists(out) and not os.path.isdir(out):
+    if storage.isfile(out):
         raise ConfigError(f"output: {out} exists and is not a directory")
-    present = [p for p in _owned(cfg) if p != "_work" and os.path.exists(os.path.join(out, p))]
+    present = [p for p in _owned(cfg) if p != "_work" and storage.exists(storage.join(out, p))]
     if present and not cfg.output.overwrite:
         raise ConfigError(f"output: {out} already holds a run ({', '.join(present)}); set output.overwrite: true")
+
+
+def _remote_outputs(cfg: PipelineConfig) -> list[str]:
+    """The ``s3://`` places a run writes: OUT, and a decompose, train or doremi output."""
+    urls = [cfg.output.path] + [s.config.output for s in cfg.stages if s.name == "decompose"]
+    urls += [sec.output for sec in (cfg.train, cfg.doremi) if sec is not None]
+    return [u for u in urls if storage.is_remote(u)]
 
 
 def config_sha256(cfg: PipelineConfig) -> str:
@@ -75,56 +81,67 @@ def config_sha256(cfg: PipelineConfig) -> str:
     doremi sections (not where OUT is, and not the Ray settings)."""
     d = to_dict(cfg)
     d.pop("ray", None)
-    d["output"] = {k: v for k, v in d["output"].items() if k not in ("path", "overwrite", "keep_work", "work_dir")}
+    d["output"] = {k: v for k, v in d["output"].items() if k not in ("path", "overwrite", "keep_work")}
     return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()
-
-
-def _remove(path: str) -> None:
-    if os.path.isdir(path) and not os.path.islink(path):
-        shutil.rmtree(path)
-    elif os.path.lexists(path):
-        os.remove(path)
 
 
 def _discard_unfinished(out: str) -> None:
     """Before a new run: the staged outputs and work of an unfinished one go."""
-    journal = Journal(os.path.join(out, STAGING, "_work", "journal"))
+    journal = Journal(storage.join(out, STAGING, "_work", "journal"))
     for staged in journal.get("run", OUTSIDE, {}):
-        _remove(staged)
-    _remove(os.path.join(out, "_work"))
+        storage.delete(staged)
+    storage.delete(storage.join(out, "_work"))
 
 
 def _swap(cfg: PipelineConfig, journal: Journal, staging: str) -> None:
     """Put the staged outputs in place. The earlier run's ``stats.json`` goes first (OUT
     never looks complete in between), then its outputs, then the new ones move in; each
-    step is recorded, so a crash inside the swap is finished by ``--resume``."""
+    step is recorded, so a crash inside the swap is finished by ``--resume``. Locally a
+    move is a rename of each top-level entry; on S3, which has no rename, each object is
+    copied server-side to its final key and then deleted from the staging prefix (a
+    resumed swap moves what is still there)."""
     out = cfg.output.path
     outside = journal.get("run", OUTSIDE, {})
     state = journal.get("run", "swap", {})
     if not state.get("cleared"):
-        _remove(os.path.join(out, "stats.json"))
-        for name in (set(_owned(cfg)) | set(os.listdir(staging))) - {"_work"}:
-            _remove(os.path.join(out, name))
+        storage.delete(storage.join(out, "stats.json"))
+        for name in (set(_owned(cfg)) | set(storage.listdir(staging))) - {"_work"}:
+            storage.delete(storage.join(out, name))
         for staged, info in outside.items():
-            if os.path.isdir(info["final"]):
-                for name in os.listdir(info["final"]):
+            if storage.isdir(info["final"]):
+                for name in storage.listdir(info["final"]):
                     if any(fnmatch.fnmatch(name, pat) for pat in info["owns"]):
-                        _remove(os.path.join(info["final"], name))
+                        storage.delete(storage.join(info["final"], name))
         journal.record("run", "swap", {"cleared": True})
-    for name in os.listdir(staging):
-        if name != "_work":
-            os.replace(os.path.join(staging, name), os.path.join(out, name))
+    _move_tree(staging, out, skip="_work")
     for staged, info in outside.items():
-        if os.path.isdir(staged):
-            os.makedirs(info["final"], exist_ok=True)
-            for name in os.listdir(staged):
-                os.replace(os.path.join(staged, name), os.path.join(info["final"], name))
-            os.rmdir(staged)
+        if storage.isdir(staged):
+            _move_tree(staged, info["final"])
+            storage.delete(staged)
     journal.record("run", "swap", {"cleared": True, "moved": True})
 
 
+def _move_tree(src: str, dst: str, skip: str | None = None) -> None:
+    """Every entry of ``src`` (but ``skip``) to the same name under ``dst``."""
+    if not storage.is_remote(src):
+        os.makedirs(dst, exist_ok=True)
+        for name in os.listdir(src):
+            if name != skip:
+                os.replace(os.path.join(src, name), os.path.join(dst, name))
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    moves = [(f, storage.join(dst, f[len(src.rstrip("/")) + 1:])) for f in storage.walk_files(src)
+             if skip is None or not f[len(src.rstrip("/")) + 1:].startswith(skip + "/")]
+    with ThreadPoolExecutor(16) as pool:  # server-side copies: the requests, not the bytes, take the time
+        list(pool.map(lambda m: storage.move(*m), moves))
+
+
 def _drop_temporaries(root: str) -> None:
-    """Half-written files a killed task left (``*.tmp<pid>``): never part of the output."""
+    """Half-written files a killed task left (``*.tmp<pid>``): never part of the output
+    (S3 has none: an object appears whole or not at all)."""
+    if storage.is_remote(root):
+        return
     for d, _, files in os.walk(root):
         for name in files:
             if re.search(r"\.tmp\d*(\.npy)?$", name):
@@ -142,12 +159,6 @@ def run_pipeline(cfg: PipelineConfig, progress: bool | None = None, log: Callabl
     """
     default_log = log is None  # then progress may redraw in place on a terminal
     log = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
-    if storage.is_remote(cfg.output.path):  # an object store: a local mirror, published when complete
-        from datacurate.engine.remote import run_remote
-
-        plan_reads(cfg.input)  # fails fast on missing or unreadable inputs, before the bucket is touched
-        return run_remote(cfg, lambda c, r: _run(c, progress, log, r, report, default_log), _owned,
-                          config_sha256(cfg), resume, log)
     return _run(cfg, progress, log, resume, report, default_log)
 
 
@@ -155,16 +166,17 @@ def _run(cfg: PipelineConfig, progress: bool | None, log: Callable[[str], None],
          default_log: bool = True) -> dict:
     from datacurate.stages import GlobalStage
 
-    t0 = time.perf_counter()
     tasks = plan_reads(cfg.input)  # fails fast on missing or unreadable inputs
+    for url in _remote_outputs(cfg):
+        storage.check_bucket(url)  # one line for a missing bucket, refused credentials, a dead endpoint
     check_order(cfg.stages)
     for i, stage in enumerate(build_stages(cfg.stages)):  # fails fast on a missing model file before Ray starts
         if isinstance(stage, GlobalStage):
             stage.preflight(cfg, i)
     check_model_sections(cfg)
     out = cfg.output.path
-    staging = os.path.abspath(os.path.join(out, STAGING))  # workers may not share the driver's cwd
-    journal = Journal(os.path.join(staging, "_work", "journal"))
+    staging = storage.join(storage.abspath(out), STAGING)  # workers may not share the driver's cwd
+    journal = Journal(storage.join(staging, "_work", "journal"))
     digest = config_sha256(cfg)
     started = journal.get("run", "config")
     if resume and started is not None and started["sha256"] != digest:
@@ -180,10 +192,9 @@ def _run(cfg: PipelineConfig, progress: bool | None, log: Callable[[str], None],
     if fresh:
         check_output(cfg)
         _discard_unfinished(out)
-        os.makedirs(staging)
+        storage.makedirs(staging)
         journal.record("run", "config", {"sha256": digest})
-        with open(os.path.join(staging, "config.yaml"), "w") as f:
-            f.write(dump_config(cfg))
+        storage.write_text(storage.join(staging, "config.yaml"), dump_config(cfg))
     show = cfg.ray.progress if progress is None else progress
     rep = journal.get("run", "curation")
     if rep is None:
@@ -200,7 +211,7 @@ def _run(cfg: PipelineConfig, progress: bool | None, log: Callable[[str], None],
     rep["config_sha256"] = digest
     _write_stats(cfg, rep)  # last: its presence marks a complete run
     if not cfg.output.keep_work:
-        shutil.rmtree(os.path.join(out, "_work"), ignore_errors=True)
+        storage.delete(storage.join(out, "_work"))
     if report:
         _write_report(out, log)
     return rep
@@ -219,8 +230,7 @@ def _write_report(out: str, log) -> None:
 
 def _read_stats(out: str) -> dict | None:
     try:
-        with open(os.path.join(out, "stats.json")) as f:
-            return json.load(f)
+        return json.loads(storage.read_text(storage.join(out, "stats.json")))
     except (FileNotFoundError, json.JSONDecodeError):
         return None
 
@@ -237,7 +247,7 @@ def _curate(cfg: PipelineConfig, tasks, journal: Journal, staging: str, show: bo
     t0 = time.perf_counter()
     run_cfg = copy.deepcopy(cfg)
     run_cfg.output.path = staging
-    final_out = os.path.abspath(cfg.output.path)
+    final_out = storage.abspath(cfg.output.path)
     outputs = StagedOutputs(journal, staging, final_out)
     if show:
         log(f"[datacurate] {len(tasks)} read tasks over {len({t.path for t in tasks})} files -> {cfg.output.path}")
@@ -263,7 +273,7 @@ def _curate(cfg: PipelineConfig, tasks, journal: Journal, staging: str, show: bo
                         log(f"[datacurate] {spec.name}: global phases")
                     t1 = time.perf_counter()
                     index = next(i for i, s in enumerate(run_cfg.stages) if s is spec)  # two equal specs stay apart
-                    files = sorted(glob.glob(os.path.join(work_dir(staging, seg.index - 1), "*.parquet")))
+                    files = storage.list_files(work_dir(staging, seg.index - 1), ".parquet")
                     if input_docs(files) < cfg.ray.small_input_docs:
                         res = ray_backend.run_global_in_one_task(
                             spec=spec, cfg=run_cfg, seg_index=seg.index, journal=journal, final_out=final_out,
@@ -282,9 +292,9 @@ def _curate(cfg: PipelineConfig, tasks, journal: Journal, staging: str, show: bo
                     skipped += 1
                     total += 1
                 global_info[spec.name] = info
-                files = sorted(glob.glob(os.path.join(work_dir(staging, seg.index - 1), "*.parquet")))
-                items = [(os.path.basename(p), p) for p in files]
-                sizes = {os.path.basename(p): os.path.getsize(p) for p in files}
+                listed = storage.sizes(work_dir(staging, seg.index - 1), ".parquet")
+                items = [(posixpath.basename(p), p) for p in listed]
+                sizes = {posixpath.basename(p): n for p, n in listed.items()}
             tracker.segment(seg.index, len(items), names, later, sum(sizes.values()))
             done = journal.entries(f"s{seg.index}")
             todo = [(k, v) for k, v in items if k not in done]
@@ -314,10 +324,7 @@ def _curate(cfg: PipelineConfig, tasks, journal: Journal, staging: str, show: bo
 
 
 def _write_stats(cfg: PipelineConfig, report: dict) -> None:
-    tmp = os.path.join(cfg.output.path, "stats.json.tmp")
-    with open(tmp, "w") as f:
-        json.dump(report, f, indent=2)
-    os.replace(tmp, os.path.join(cfg.output.path, "stats.json"))
+    storage.write_text(storage.join(cfg.output.path, "stats.json"), json.dumps(report, indent=2))
 
 
 def run_domain_weights(dc, ray_cfg, log=None, resume: bool = False) -> dict:

@@ -209,25 +209,20 @@ def finish(out_dir: str, cfg: DecomposeConfig, info, counts: dict, mix: dict, so
 
 
 def _phase_count(path: str, cfg: DecomposeConfig, dec_dir: str, compression: str) -> dict:
-    import os
-
-    import pyarrow.parquet as pq
-
+    from datacurate import storage
     from datacurate.io import write_atomic
 
-    counts, decisions = count_part(pq.read_table(path, columns=[ORD, DOMAIN, N_TOKENS]), cfg)
+    counts, decisions = count_part(storage.read_parquet(path, columns=[ORD, DOMAIN, N_TOKENS]), cfg)
     if decisions.num_rows:
-        write_atomic(decisions, os.path.join(dec_dir, os.path.basename(path)), compression)
+        write_atomic(decisions, storage.join(dec_dir, path.rsplit("/", 1)[-1]), compression)
     return counts
 
 
 def _phase_write(path: str, cfg: DecomposeConfig, out_dir: str, rates: dict, domain_ids: dict, dtype: str) -> dict:
-    import os
+    from datacurate import storage
 
-    import pyarrow.parquet as pq
-
-    part = os.path.basename(path).removeprefix("part-").removesuffix(".parquet")
-    table = pq.read_table(path, columns=[ID, DOMAIN, N_TOKENS, TOKENS])
+    part = path.rsplit("/", 1)[-1].removeprefix("part-").removesuffix(".parquet")
+    table = storage.read_parquet(path, columns=[ID, DOMAIN, N_TOKENS, TOKENS])
     pieces, written = write_part(table, cfg, part, out_dir, rates, domain_ids, np.dtype(dtype))
     return {"pieces": pieces, "written": written}
 
@@ -265,9 +260,9 @@ class Decompose(GlobalStage):
         return info
 
     def output_dir(self, out: str) -> str:
-        import os
+        from datacurate import storage
 
-        return os.path.abspath(self.config.output or os.path.join(out, "shards"))
+        return storage.abspath(self.config.output or storage.join(out, "shards"))
 
     def preflight(self, cfg, index: int) -> None:
         self.tokenizer_for(cfg.stages[:index])

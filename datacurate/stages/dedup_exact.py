@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from dataclasses import dataclass
 from typing import Literal, Optional
 
@@ -35,6 +34,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import xxhash
 
+from datacurate import storage
 from datacurate.schema import ORD, REJECT_REASON, TEXT
 from datacurate.stages import textstats as ts
 from datacurate.stages.base import GlobalStage
@@ -94,18 +94,14 @@ class BloomFilter:
         return float(np.unpackbits(self.data).sum()) / self.m
 
     def save(self, path: str) -> None:
-        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-        tmp = f"{path}.tmp{os.getpid()}.npy"
-        np.save(tmp, self.data)
-        os.replace(tmp, path + ".npy")
-        with open(path + ".json", "w") as f:
-            json.dump({"bits": self.m, "k": self.k}, f)
+        """``path.npy`` and ``path.json``: a local path or an ``s3://`` URL."""
+        storage.save_npy(path + ".npy", self.data)
+        storage.write_text(path + ".json", json.dumps({"bits": self.m, "k": self.k}))
 
     @classmethod
     def load(cls, path: str) -> "BloomFilter":
-        with open(path + ".json") as f:
-            meta = json.load(f)
-        return cls(meta["bits"], meta["k"], np.load(path + ".npy"))
+        meta = json.loads(storage.read_text(path + ".json"))
+        return cls(meta["bits"], meta["k"], storage.load_npy(path + ".npy"))
 
 
 class ShardFilter:
@@ -279,7 +275,7 @@ def _phase_write(group: pa.Table, cfg: ExactDedupConfig, out_dir: str, compressi
     name = group[WPART][0].as_py()
     dec = decisions(group.drop_columns([WPART]), cfg)
     if dec.num_rows:
-        write_atomic(dec, os.path.join(out_dir, name), compression)
+        write_atomic(dec, storage.join(out_dir, name), compression)
     return pa.table({"n": [dec.num_rows]})
 
 
@@ -331,13 +327,13 @@ class ExactDedup(GlobalStage):
         written = status.groupby("write", WPART, max(1, min(len(ctx.files), 32)), _phase_write, cfg=c,
                                  out_dir=ctx.decisions_dir, compression=ctx.compression)
         metrics["documents_with_repeats"] = int(sum(r["n"] for r in written.rows()))
-        final = c.save_filter or os.path.join(ctx.final_out, "exact_dedup_filter")
+        final = c.save_filter or storage.join(ctx.final_out, "exact_dedup_filter")
         save = ctx.stage_output(final)
-        fills = [a.call("save", os.path.join(save, f"shard-{s:04d}")) for s, a in enumerate(actors)]
+        fills = [a.call("save", storage.join(save, f"shard-{s:04d}")) for s, a in enumerate(actors)]
         save_meta(save, c, bits, k)
         ctx.release(actors)
         fill = sum(fills) / len(fills)
-        metrics.update({"filter_saved_to": os.path.abspath(final), "fill_ratio": round(fill, 6),
+        metrics.update({"filter_saved_to": storage.abspath(final), "fill_ratio": round(fill, 6),
                         "estimated_false_positive_rate": fill ** k})
         return metrics
 
@@ -371,14 +367,13 @@ def remove_lines(table: pa.Table, dec: pa.Table) -> pa.Array:
 def _load_shards(path: str | None, n: int) -> list[BloomFilter] | None:
     if not path:
         return None
-    meta_path = os.path.join(path, "filter.json")
-    if not os.path.exists(meta_path):
+    meta_path = storage.join(path, "filter.json")
+    if not storage.exists(meta_path):
         raise FileNotFoundError(f"exact_dedup: no saved filter in {path}")
-    with open(meta_path) as f:
-        meta = json.load(f)
+    meta = json.loads(storage.read_text(meta_path))
     if meta["num_shards"] != n:
         raise ValueError(f"exact_dedup: saved filter has {meta['num_shards']} shards, config has {n}")
-    return [BloomFilter.load(os.path.join(path, f"shard-{s:04d}")) for s in range(n)]
+    return [BloomFilter.load(storage.join(path, f"shard-{s:04d}")) for s in range(n)]
 
 
 def load_shard(path: str | None, shard: int, n: int) -> BloomFilter | None:
@@ -387,7 +382,6 @@ def load_shard(path: str | None, shard: int, n: int) -> BloomFilter | None:
 
 
 def save_meta(path: str, cfg: ExactDedupConfig, bits: int, k: int) -> None:
-    os.makedirs(path, exist_ok=True)
-    with open(os.path.join(path, "filter.json"), "w") as f:
-        json.dump({"num_shards": cfg.num_shards, "bits_per_shard": bits, "k": k, "mode": cfg.mode,
-                   "normalize": cfg.normalize, "hash": "xxh3_128"}, f)
+    storage.write_text(storage.join(path, "filter.json"), json.dumps({
+        "num_shards": cfg.num_shards, "bits_per_shard": bits, "k": k, "mode": cfg.mode,
+        "normalize": cfg.normalize, "hash": "xxh3_128"}))

@@ -345,14 +345,13 @@ def _sig_matrix(col) -> np.ndarray:
 def _phase_signatures(path: str, cfg: NearDedupConfig, out_dir: str) -> dict:
     """One part file -> its signatures, saved under the part's name (``_ord``, ``id``,
     ``prio``, ``empty``, ``sig``)."""
-    import os
+    import posixpath
 
-    import pyarrow.parquet as pq
-
+    from datacurate import storage
     from datacurate.io import write_atomic
 
     cols = [ORD, TEXT, ID] + ([cfg.priority_column] if cfg.priority == "column" else [])
-    table = pq.read_table(path, columns=cols)
+    table = storage.read_parquet(path, columns=cols)
     texts = table[TEXT].combine_chunks()
     sigs = signatures(texts, cfg.num_perm, cfg.ngram, cfg.seed)
     if cfg.priority == "longest":
@@ -365,7 +364,7 @@ def _phase_signatures(path: str, cfg: NearDedupConfig, out_dir: str) -> dict:
     write_atomic(pa.table({
         ORD: table[ORD], "id": table[ID], "prio": prio, "empty": empty,
         "sig": pa.FixedSizeListArray.from_arrays(pa.array(sigs.ravel(), pa.uint32()), cfg.num_perm),
-    }), os.path.join(out_dir, os.path.basename(path)))
+    }), storage.join(out_dir, posixpath.basename(path)))
     return {"rows": table.num_rows}
 
 
@@ -452,21 +451,21 @@ def _phase_survivors(group: pa.Table) -> pa.Table:
 
 
 def _phase_write(group: pa.Table, out_dir: str, compression: str) -> pa.Table:
-    import os
-
+    from datacurate import storage
     from datacurate.engine.context import WPART
     from datacurate.io import write_atomic
 
     name = group[WPART][0].as_py()
-    write_atomic(group.drop_columns([WPART]), os.path.join(out_dir, name), compression)
+    write_atomic(group.drop_columns([WPART]), storage.join(out_dir, name), compression)
     return pa.table({"n": [group.num_rows], "rejected": [group[REJECT_REASON].null_count]})
 
 
 def run_distributed(c: NearDedupConfig, ctx) -> dict:
     """The phases above through the engine's primitives (``ctx``, see
     :mod:`datacurate.engine.context`); decisions per part file; returns the metrics."""
-    import os
+    import posixpath
 
+    from datacurate import storage
     from datacurate.engine.context import WPART
 
     bands, rows = c.banding()
@@ -479,7 +478,7 @@ def run_distributed(c: NearDedupConfig, ctx) -> dict:
         return metrics
     sig_dir = ctx.scratch("near")
     ctx.map_files("signatures", _phase_signatures, cfg=c, out_dir=sig_dir)
-    sigs = ctx.read([os.path.join(sig_dir, os.path.basename(f)) for f in ctx.files],
+    sigs = ctx.read([storage.join(sig_dir, posixpath.basename(f)) for f in ctx.files],
                     [ORD, "id", "prio", "empty", "sig"])
     edges = (sigs.map("bands", _phase_bands, bands=bands, rows=rows, parts=parts)
              .groupby("edges", "p", parts, _phase_edges).materialize())

@@ -43,6 +43,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from datacurate import storage
 from datacurate.schema import DOMAIN, ORD, REJECT_REASON, TEXT
 from datacurate.stages import wordpunct as wp
 from datacurate.stages.base import GlobalStage
@@ -317,30 +318,28 @@ class Dsir(GlobalStage):
 # No process holds more than one part's weights plus the (num_buckets,) vectors.
 
 def _part(path: str, c: DsirConfig) -> tuple[pa.Table, Units]:
-    import pyarrow.parquet as pq
 
-    names = pq.read_schema(path).names
-    table = pq.read_table(path, columns=[n for n in (ORD, TEXT, DOMAIN) if n in names])
+    names = storage.parquet_file(path).schema_arrow.names
+    table = storage.read_parquet(path, columns=[n for n in (ORD, TEXT, DOMAIN) if n in names])
     return table, units_of(table, c.chunk_words)
 
 
 def _save(vec: np.ndarray, path: str) -> str:
-    import os
 
-    tmp = f"{path}.tmp{os.getpid()}.npy"
-    np.save(tmp, vec)
-    os.replace(tmp, path)
-    return path
+    return storage.save_npy(path, vec)  # local or s3://: every phase's scratch is where the run writes
 
 
 def _load(path: str) -> np.ndarray:
-    return np.load(path)
+    return storage.load_npy(path)
 
 
 def _scratch_name(d: str, path: str, what: str) -> str:
-    import os
 
-    return os.path.join(d, os.path.basename(path).removesuffix(".parquet") + f".{what}.npy")
+    return storage.join(d, _base(path).removesuffix(".parquet") + f".{what}.npy")
+
+
+def _base(path: str) -> str:
+    return path.rsplit("/", 1)[-1]
 
 
 def _features_path(d: str, path: str) -> str:
@@ -350,21 +349,17 @@ def _features_path(d: str, path: str) -> str:
 def _save_features(feats: wp.Features, units: Units, path: str) -> str:
     """One part's n-gram buckets (uint16 when they fit) and unit positions, for the weigh
     and decide phases: the pool is featurised once, not three times."""
-    import os
 
     dtype = np.uint16 if feats.bucket.max(initial=0) < 2**16 else np.uint32
-    tmp = f"{path}.tmp{os.getpid()}.npz"
-    with open(tmp, "wb") as f:
-        np.savez(f, bucket=feats.bucket.astype(dtype), n_tokens=feats.n_tokens, ords=units.ords, chunk=units.chunk)
-    os.replace(tmp, path)
-    return path
+    return storage.save_npy(path, {"bucket": feats.bucket.astype(dtype), "n_tokens": feats.n_tokens,
+                                   "ords": units.ords, "chunk": units.chunk})
 
 
 def _load_features(path: str, ngrams: int) -> tuple[wp.Features, np.ndarray, np.ndarray]:
     """(features, ords, chunk) as saved by :func:`_save_features`, n-grams in the order
     :func:`wordpunct.features` made them (all unigrams by unit, then all bigrams ...), so
     sums over them are the same to the last bit."""
-    with np.load(path) as z:
+    with storage.load_npy(path) as z:
         n_tokens, bucket, ords, chunk = z["n_tokens"], z["bucket"].astype(np.int64), z["ords"], z["chunk"]
     units = np.arange(len(n_tokens))
     doc = np.concatenate([np.repeat(units, np.maximum(n_tokens - k + 1, 0)) for k in range(1, ngrams + 1)])
@@ -389,7 +384,6 @@ def _phase_fit(path: str, c: DsirConfig, d: str) -> dict:
 
 def _phase_fit_target(task: str, c: DsirConfig, d: str) -> dict:
     import json
-    import os
 
     from datacurate.io import read_texts
 
@@ -399,20 +393,18 @@ def _phase_fit_target(task: str, c: DsirConfig, d: str) -> dict:
     for texts in read_texts(target_input(c.target), [t], counters):
         total += wp.features(texts, c.num_buckets, c.ngrams).counts(c.num_buckets)
         docs += len(texts)
-    path = _save(total, os.path.join(d, f"target-{t['index']:06d}.npy"))
+    path = _save(total, storage.join(d, f"target-{t['index']:06d}.npy"))
     return {"tgt": path, "docs": docs, "rejected": counters.get("rejected", 0)}
 
 
 def _phase_weigh(path: str, c: DsirConfig, lr_path: str, k: int, d: str) -> dict:
     """Weights and keys of one part (from its saved features), saved; its own top-k candidates, saved."""
-    import os
-
     from datacurate.io import write_atomic
 
     feats, ords, chunk = _load_features(_features_path(d, path), c.ngrams)
     logw = feats.per_doc(_load(lr_path))
     keys = sample_keys(c, logw, feats.n_tokens >= max(c.min_length, 1), ords, chunk)
-    base = os.path.join(d, os.path.basename(path))
+    base = storage.join(d, _base(path))
     write_atomic(pa.table({"logw": logw, "key": keys}), base.removesuffix(".parquet") + ".weights.parquet")
     top = top_k(keys, ords, chunk, k)
     cands = base.removesuffix(".parquet") + ".candidates.parquet"
@@ -422,20 +414,18 @@ def _phase_weigh(path: str, c: DsirConfig, lr_path: str, k: int, d: str) -> dict
 
 
 def _phase_decide(path: str, c: DsirConfig, thr: list, rate: float, d: str, out_dir: str, compression: str) -> dict:
-    import os
 
-    import pyarrow.parquet as pq
 
     from datacurate.io import write_atomic
 
     table, units = _part(path, c)
-    w = pq.read_table(os.path.join(d, os.path.basename(path)).removesuffix(".parquet") + ".weights.parquet")
+    w = storage.read_parquet(storage.join(d, _base(path)).removesuffix(".parquet") + ".weights.parquet")
     keys, logw = w["key"].to_numpy(), w["logw"].to_numpy()
     eligible = np.isfinite(keys)
     chosen = selected(keys, units.ords, units.chunk, tuple(thr))
     rand = eligible & (uniform(c.seed, units.ords, units.chunk, salt=1) < rate)
     feats, _, _ = _load_features(_features_path(d, path), c.ngrams)
-    write_atomic(decisions(c, table, units, logw, eligible, chosen), os.path.join(out_dir, os.path.basename(path)),
+    write_atomic(decisions(c, table, units, logw, eligible, chosen), storage.join(out_dir, _base(path)),
                  compression)
     return {"sel": _save(feats.counts(c.num_buckets, chosen), _scratch_name(d, path, "sel")),
             "rand": _save(feats.counts(c.num_buckets, rand), _scratch_name(d, path, "rand")),
@@ -475,7 +465,6 @@ def run_distributed(c: DsirConfig, ctx) -> dict:
     """The four phases through the engine's primitives (``ctx``, see
     :mod:`datacurate.engine.context`); returns the metrics."""
     import json
-    import os
 
     if not ctx.files:
         return {"selected": 0}
@@ -494,7 +483,7 @@ def run_distributed(c: DsirConfig, ctx) -> dict:
                              keys=[f"target-{t['index']:06d}" for t in tasks], c=c, d=d)
         tgt = _total([r["tgt"] for r in rows], c.num_buckets)
         metrics.update(target_docs=sum(r["docs"] for r in rows), target_rejected=sum(r["rejected"] for r in rows))
-    lr_path = _save(log_ratio(tgt, raw, c.laplace), os.path.join(d, "log_ratio.npy"))
+    lr_path = _save(log_ratio(tgt, raw, c.laplace), storage.join(d, "log_ratio.npy"))
     k = how_many(c.num_to_sample, eligible)
     cands = ctx.map_files("weigh", _phase_weigh, c=c, lr_path=lr_path, k=k, d=d)
     thr = _kth(ctx.read([r["candidates"] for r in cands], ["key", "ord", "chunk"]), k)

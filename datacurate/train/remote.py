@@ -3,7 +3,9 @@
 * Shards: every file the manifest lists is streamed into a local cache
   (``cache_dir``, default ``~/.cache/datacurate/shards``) and memory-mapped there, as a
   local shard set is. A file is checked against the size the manifest gives it (``n`` x
-  sequence length x item size) before and after the download; the cache is keyed by the
+  sequence length x item size) before and after the download, and after it against the
+  xxh3-128 digest the manifest records (a mismatch is a one-line error and the file is
+  dropped from the cache); the cache is keyed by the
   URL and the manifest's sha256, so a rewritten shard set is fetched again. The cache is
   capped (``cache_max_gb``): older cached shard sets go first, and a set larger than the
   cap is a one-line error.
@@ -27,7 +29,7 @@ import numpy as np
 
 from datacurate import storage
 from datacurate.config import ConfigError
-from datacurate.shards import DOMAIN_DTYPE, MANIFEST
+from datacurate.shards import DOMAIN_DTYPE, MANIFEST, file_digest
 from datacurate.train import checkpoint
 
 
@@ -42,10 +44,12 @@ def cache_shards(url: str, cache_dir: str | None = None, max_bytes: int | None =
     local = os.path.join(root, f"{storage.url_key(url)}-{hashlib.sha256(raw).hexdigest()[:12]}")
     dtype = np.dtype(manifest["dtype"])
     files = {"tokenizer.json": None} if storage.isfile(storage.join(url, "tokenizer.json")) else {}
+    digests = {}
     for b in manifest["buckets"].values():
         for f in b["files"]:
             files[f["tokens"]] = f["n"] * int(b["seq_len"]) * dtype.itemsize
             files[f["domains"]] = f["n"] * DOMAIN_DTYPE.itemsize
+            digests.update({f[k]: f[f"{k}_xxh3"] for k in ("tokens", "domains") if f"{k}_xxh3" in f})
     total = sum(v or 0 for v in files.values())
     if max_bytes is not None and total > max_bytes:
         raise ConfigError(f"{url}: the shards hold {total / 1e9:.2f} GB, more than the shard cache's cap "
@@ -60,8 +64,17 @@ def cache_shards(url: str, cache_dir: str | None = None, max_bytes: int | None =
         if want is not None and storage.size(src) != want:
             raise ConfigError(f"{src}: {storage.size(src):,} bytes, the manifest says {want:,} (truncated or overwritten)")
         storage.get_file(src, target)
-        if want is not None and os.path.getsize(target) != want:
-            raise ConfigError(f"{src}: downloaded {os.path.getsize(target):,} bytes, the manifest says {want:,}")
+        got_size = os.path.getsize(target)
+        if want is not None and got_size != want:
+            os.remove(target)
+            raise ConfigError(f"{src}: downloaded {got_size:,} bytes, the manifest says {want:,}")
+        if rel in digests:
+            with open(target, "rb") as fh:
+                got = file_digest(fh)
+            if got != digests[rel]:
+                os.remove(target)  # never memory-mapped, and fetched again next time
+                raise ConfigError(f"{src}: checksum {got} is not the manifest's {digests[rel]} (corrupted or "
+                                  "overwritten)")
     tmp = os.path.join(local, f"{MANIFEST}.tmp{os.getpid()}")
     with open(tmp, "wb") as f:
         f.write(raw)
