@@ -136,19 +136,26 @@ class TreeMemory(threading.Thread):
         self.peak_rss = self.peak_pss = self.peak_procs = 0
         self.driver_rss = 0
         self.samples = 0
+        self.breakdown: dict = {}
 
     def run(self):
         me = psutil.Process()
         while not self.stop.is_set():
             rss = pss = 0
             procs = [me, *me.children(recursive=True)]
+            kinds: dict = {}
             for p in procs:
                 try:
                     mem = p.memory_full_info()
                     rss += mem.rss
                     pss += mem.pss
+                    kind = _kind(p)
+                    n, total = kinds.get(kind, (0, 0))
+                    kinds[kind] = (n + 1, total + mem.pss)
                 except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
                     pass
+            if pss > self.peak_pss:  # which processes made the peak: {kind: [count, PSS GB]}
+                self.breakdown = {k: [n, round(v / 2**30, 3)] for k, (n, v) in sorted(kinds.items())}
             self.peak_rss, self.peak_pss = max(self.peak_rss, rss), max(self.peak_pss, pss)
             self.peak_procs = max(self.peak_procs, len(procs))
             try:
@@ -157,6 +164,17 @@ class TreeMemory(threading.Thread):
                 pass
             self.samples += 1
             self.stop.wait(self.every)
+
+
+def _kind(p: psutil.Process) -> str:
+    """A process's role: a Ray worker's title (``ray::IDLE``, ``ray::FilterShard`` ...; a
+    task's title cut at its first bracket), else its executable's name."""
+    name = p.name()
+    cmd = p.cmdline()
+    title = cmd[0] if cmd else name
+    if title.startswith("ray::"):
+        return title.split("(")[0].split(" ")[0][:40]
+    return name
 
 
 def curation_config(inp: Path, out: Path, n: int, num_cpus: int) -> dict:
@@ -216,7 +234,7 @@ def main() -> None:
         "num_cpus": args.num_cpus, "wall_seconds": round(wall, 1), "docs_per_second": round(args.docs / wall, 1),
         "peak_rss_gb": round(mem.peak_rss / 2**30, 2), "peak_pss_gb": round(mem.peak_pss / 2**30, 2),
         "peak_driver_rss_gb": round(mem.driver_rss / 2**30, 2), "peak_processes": mem.peak_procs,
-        "memory_samples": mem.samples, "load_at_start": load0, "load_at_end": open("/proc/loadavg").read().split()[:3],
+        "memory_samples": mem.samples, "peak_breakdown": mem.breakdown, "load_at_start": load0, "load_at_end": open("/proc/loadavg").read().split()[:3],
         "stage_task_seconds": {k: st["seconds"] for k, st in stages.items()},
         "stages": stages, "totals": totals,
         "accounted": totals["read"] == totals["kept"] + totals["rejected"],
@@ -226,6 +244,7 @@ def main() -> None:
     result.parent.mkdir(parents=True, exist_ok=True)
     result.write_text(json.dumps(res, indent=2) + "\n")
     print(json.dumps({k: res[k] for k in ("docs", "wall_seconds", "docs_per_second", "peak_rss_gb", "peak_pss_gb",
+                                          "peak_processes", "peak_breakdown",
                                           "stage_task_seconds", "totals", "accounted")}, indent=2))
 
 

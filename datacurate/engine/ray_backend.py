@@ -118,6 +118,7 @@ def _stages_for(cfg: PipelineConfig, seg_index: int, key: str):
     if cached is None:
         seg = segments_of(cfg)[seg_index]
         g = STAGES[seg.global_before.name](seg.global_before.config) if seg.global_before else None
+        _STAGE_CACHE.clear()  # segments run one after another: an earlier one's models are done with
         cached = _STAGE_CACHE[(key, seg_index)] = (seg, build_stages(seg.maps), g)
     return cached
 
