@@ -8,8 +8,8 @@ the order swapping each round, and the best CPU time (``time.process_time``) of
 ``--repeats`` rounds is reported with the ratio old / new. On a machine shared with
 other jobs, CPU time of interleaved runs is the fair comparison; wall time is not.
 
-Inputs: ``5 KB``: English documents of sample_data cut to ~5 KB (as
-``bench_classifiers.py``); ``corpus``: every document of sample_data/corpus as it is
+Inputs: ``275 chars`` and ``5 KB``: English documents of sample_data cut to those sizes
+(as ``bench_classifiers.py``); ``corpus``: every document of sample_data/corpus as it is
 (13 languages, code, chat; ``lang`` from its metadata). The outputs of the two versions
 are compared column by column; where a stage's algorithm changed on purpose (a new
 default), the share of equal reject decisions is printed instead of a plain yes / no.
@@ -29,6 +29,7 @@ from _common import CORPUS, ROOT, read_jsonl  # noqa: E402  first: pins the proc
 import argparse  # noqa: E402
 import gc  # noqa: E402
 import importlib  # noqa: E402
+import json  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
 import tarfile  # noqa: E402
@@ -62,11 +63,13 @@ def sample_params() -> dict:
 
 
 def inputs(batch_size: int) -> dict[str, list[pa.Table]]:
-    long = cut(english_texts(), 5000, 400)
+    english = english_texts()
+    short, long = cut(english, 200, 4000), cut(english, 5000, 400)
     docs = [(d["text"], d.get("meta", {}).get("lang", "en")) for f in sorted(CORPUS.glob("*.jsonl*"))
             for d in read_jsonl(f)]
     out = {}
-    for name, rows in (("5 KB", [(t, "en") for t in long]), ("corpus", docs)):
+    for name, rows in (("275 chars", [(t, "en") for t in short]), ("5 KB", [(t, "en") for t in long]),
+                       ("corpus", docs)):
         out[name] = [pa.table({"id": pa.array([str(j) for j in range(s, s + len(rows[s:s + batch_size]))]),
                                "text": pa.array([t for t, _ in rows[s:s + batch_size]], pa.large_string()),
                                "lang": pa.array([lang for _, lang in rows[s:s + batch_size]])})
@@ -89,6 +92,7 @@ def main() -> None:
     ap.add_argument("--stages", default="quality,toxicity,tokenize")
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--batch-size", type=int, default=1024)
+    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "ab_stages.json"))
     args = ap.parse_args()
     params = sample_params()
     names = args.stages.split(",")
@@ -100,6 +104,8 @@ def main() -> None:
         new_classes = import_tree(ROOT)  # last: lazy imports inside the code find this tree
         new = {n: new_classes[n](**params.get(n, {})) for n in names}
         data = inputs(args.batch_size)
+        res = {"old": args.rev, "new": "working tree", "clock": "cpu (process_time), best of runs",
+               "repeats": args.repeats, "loadavg_start": open("/proc/loadavg").read().split()[:3], "rows": []}
         print(f"load average {open('/proc/loadavg').read().split()[:3]}; old = {args.rev}, new = working tree; "
               f"CPU seconds, best of {args.repeats}")
         print("| input | stage | old cpu-s | new cpu-s | old / new | outputs |")
@@ -116,9 +122,14 @@ def main() -> None:
                         outs[which] = [stage(b) for b in batches]
                         secs[which].append(time.process_time() - t0)
                 a, b = min(secs["old"]), min(secs["new"])
+                res["rows"].append({"input": inp, "docs": sum(t.num_rows for t in batches), "stage": n,
+                                    "old_cpu_s": round(a, 4), "new_cpu_s": round(b, 4), "old_over_new": round(a / b, 3),
+                                    "outputs": same(outs["old"], outs["new"])})
                 print(f"| {inp} ({sum(t.num_rows for t in batches)} docs) | {n} | {a:.3f} | {b:.3f} | "
                       f"**{a / b:.2f}x** | {same(outs['old'], outs['new'])} |", flush=True)
-        print(f"load average at end {open('/proc/loadavg').read().split()[:3]}")
+        res["loadavg_end"] = open("/proc/loadavg").read().split()[:3]
+        print(f"load average at end {res['loadavg_end']}")
+        Path(args.out).write_text(json.dumps(res, indent=2) + "\n")
 
 
 if __name__ == "__main__":
