@@ -81,7 +81,7 @@ def _by_runs(t: pa.Array | pa.ChunkedArray, run: Callable) -> pa.LargeStringArra
         new, new_off = run(raw, off)
         out.append(pa.LargeStringArray.from_buffers(len(part), pa.py_buffer(new_off.astype(np.int64)),
                                                     pa.py_buffer(np.ascontiguousarray(new, dtype=np.uint8))))
-    return out[0] if len(out) == 1 else pa.concat_arrays(out)
+    return pa.concat_arrays(out) if len(out) > 1 else out[0] if out else pa.array([], pa.large_string())
 
 
 def double(t: pa.Array | pa.ChunkedArray, cls: RegexClass) -> pa.LargeStringArray:

@@ -60,3 +60,5 @@ def test_spaced_is_the_regex(texts, monkeypatch, run_bytes):
         got = charclass.spaced(t, charclass.RegexClass(r"[\pP\pS]"), charclass.RegexClass(_SPACES))
         assert got.equals(ref)
     assert not ref.equals(texts.slice(3, 20).fill_null(""))
+    empty = pa.array([], pa.large_string())  # no rows: no runs
+    assert charclass.spaced(empty, charclass.RegexClass(r"[\pP\pS]"), charclass.RegexClass(_SPACES)).equals(empty)
