@@ -6,7 +6,9 @@ runs both systems on the same documents and the same model files
 
 * quality: datacurate ``Quality(languages=None)`` on Arrow batches vs datatrove
   ``FastTextClassifierFilter(keep_labels=("hq", 0.5), newline_replacement=" ")``,
-  one prediction per document on both sides;
+  one prediction per document on both sides; datacurate's model reads the first
+  ``max_chars`` (2,000) characters, its default, datatrove's the whole text; a second
+  row gives datacurate the whole text too (``max_chars: 100000``);
 * toxicity classifier, per document: ``Toxicity(granularity=document)`` vs
   ``FastTextClassifierFilter(remove_labels=("toxic", 0.5))`` (filter_mode DOCUMENT);
 * toxicity classifier, per sentence (datacurate's default): regex sentence split, one
@@ -131,6 +133,8 @@ def run_size(texts: list[str], repeats: int, batch_size: int) -> dict:
     no_words = {"wordlist": {"enabled": False}}
     pairs = {
         "quality": (Quality(languages=None), dt_fasttext("quality.ftz", "DOCUMENT", keep_labels=("hq", 0.5))),
+        "quality, whole document (max_chars 100000)": (
+            Quality(languages=None, max_chars=100_000), dt_fasttext("quality.ftz", "DOCUMENT", keep_labels=("hq", 0.5))),
         "toxicity classifier, per document": (
             Toxicity(classifier={"granularity": "document", "max_score": 0.5}, **no_words),
             dt_fasttext("toxicity.ftz", "DOCUMENT", remove_labels=("toxic", 0.5))),

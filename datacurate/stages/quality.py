@@ -14,6 +14,15 @@ its held-out metrics: ``classifiers/quality.json``). Two ways to decide:
   a hash of (``seed``, its id), so the same document gets the same verdict whatever the
   batching or worker count.
 
+The model reads each document's first ``max_chars`` characters (2,000 by default), as
+production classifiers bound their input: FineWeb-Edu (Penedo et al. 2024) scores the
+first 512 tokens. fastText's cost grows with the text, so on ~5 KB documents the bound
+makes the stage ~2.5x cheaper. Measured on the shipped model's held-out split
+(``benchmarks/eval_classifier_prefix.py``, 2,168 examples of 67-10,823 characters):
+ROC-AUC 0.9774 -> 0.9755 and F1 0.930 -> 0.929 at 2,000 against the whole text, within
+the split's sampling noise (bootstrap standard deviation 0.003 for ROC-AUC, 0.005 for
+F1); 99.5 % of held-out decisions are unchanged. 3,000 keeps more (0.9763) but saves less.
+
 The shipped model is English; with a ``lang`` column (from ``langid``) only rows in
 ``languages`` are scored, the others get a null score and are kept. Empty text
 scores 0. Scores are recorded as a ten-bin histogram in stats.json.
@@ -57,7 +66,9 @@ class QualityConfig:
     pareto_alpha: float = 9.0  # pareto mode: keep if pareto(alpha) draw > 1 - score (GPT-3: 9)
     seed: int = 0  # pareto mode: draws are a hash of (seed, document id)
     languages: Optional[list[str]] = field(default_factory=lambda: ["en"])  # score rows with these lang values; null = all
-    max_chars: int = 100_000  # characters of each document given to the model
+    # characters of each document given to the model: its prefix (FineWeb-Edu's classifier reads 512 tokens);
+    # 2,000 costs 0.002 of held-out ROC-AUC and makes 5 KB documents 2.5x cheaper (module docstring)
+    max_chars: int = 2_000
 
     def validate(self) -> None:
         if not 0.0 <= self.min_score <= 1.0:

@@ -2,9 +2,9 @@
 
 Each Arrow batch is encoded in one ``encode_batch_fast`` call (no offsets computed;
 the library splits the batch over its own threads), without the tokenizer's
-post-processor; then ``<|endoftext|>`` (the EOS) is appended to every document — and,
-with ``add_bos``, the BOS prepended — in one vectorised pass, so a document's tokens
-always end with EOS whatever the tokenizer's own template says.
+post-processor; then ``<|endoftext|>`` (the EOS) is appended to every document's ids —
+and, with ``add_bos``, the BOS prepended — as they are converted to NumPy, so a
+document's tokens always end with EOS whatever the tokenizer's own template says.
 
 The ids go to the engine-internal column ``_tokens`` (``large_list<uint32>``): it
 travels with the kept rows through the work directory to ``decompose``, which turns it
@@ -49,23 +49,6 @@ class TokenizeConfig:
             raise ValueError("batch_size must be positive")
 
 
-def with_eos(values: np.ndarray, offsets: np.ndarray, eos: int, bos: Optional[int]) -> tuple[np.ndarray, np.ndarray]:
-    """Flat ids + offsets of N documents -> the same with EOS appended (and BOS prepended)."""
-    n = len(offsets) - 1
-    extra = 1 + (bos is not None)
-    lengths = np.diff(offsets)
-    new_offsets = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(lengths + extra, out=new_offsets[1:])
-    out = np.empty(new_offsets[-1], dtype=np.uint32)
-    doc = np.repeat(np.arange(n), lengths)
-    shift = new_offsets[:-1] - offsets[:-1] + (bos is not None)  # (N,) where each document's ids move to
-    out[np.arange(len(values)) + shift[doc]] = values
-    out[new_offsets[1:] - 1] = eos
-    if bos is not None:
-        out[new_offsets[:-1]] = bos
-    return out, new_offsets
-
-
 class Tokenize(Stage):
     name = "tokenize"
     Config = TokenizeConfig
@@ -86,26 +69,31 @@ class Tokenize(Stage):
 
             raise ConfigError(f"tokenize: add_bos is set but tokenizer {self.info.path} has no BOS token; set bos_token")
 
-    def encode(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
-        """Texts -> (flat uint32 ids, int64 offsets), without EOS / BOS."""
+    def encode(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Texts -> (flat uint32 ids, BOS / EOS included; int64 offsets; tokens per text
+        without them). The EOS (and BOS) go into each document's id list before its one
+        conversion to NumPy: no second pass over the ids to make room for them."""
+        bos = self.info.bos_id if self.config.add_bos else None
+        eos = self.info.eos_id
         parts, lengths = [], []
         enc = getattr(self.tokenizer, "encode_batch_fast", self.tokenizer.encode_batch)
         for s in range(0, len(texts), self.config.batch_size):
             for e in enc(texts[s:s + self.config.batch_size], add_special_tokens=False):
-                ids = e.ids
-                parts.append(np.asarray(ids, dtype=np.uint32))
+                ids = e.ids  # a fresh Python list
                 lengths.append(len(ids))
+                ids.append(eos)
+                if bos is not None:
+                    ids.insert(0, bos)
+                parts.append(np.asarray(ids, dtype=np.uint32))
+        raw_len = np.array(lengths, dtype=np.int64)
         offsets = np.zeros(len(texts) + 1, dtype=np.int64)
-        np.cumsum(lengths, out=offsets[1:])
+        np.cumsum(raw_len + 1 + (bos is not None), out=offsets[1:])
         values = np.concatenate(parts) if parts else np.zeros(0, np.uint32)
-        return values, offsets
+        return values, offsets, raw_len
 
     def annotate(self, table: pa.Table):
         texts = pc.fill_null(table.column(TEXT).combine_chunks(), "")  # null text: empty, rejected below
-        values, offsets = self.encode(texts.to_pylist())
-        raw_len = np.diff(offsets)
-        bos = self.info.bos_id if self.config.add_bos else None
-        values, offsets = with_eos(values, offsets, self.info.eos_id, bos)
+        values, offsets, raw_len = self.encode(texts.to_pylist())
         empty = raw_len == 0  # covers empty text: it encodes to nothing
         tokens = pa.LargeListArray.from_arrays(pa.array(offsets, pa.int64()), pa.array(values, pa.uint32()))
         n = np.diff(offsets).astype(np.int32)

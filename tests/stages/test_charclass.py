@@ -45,3 +45,20 @@ def test_classes_follow_the_pattern():
     cls = charclass.RegexClass(NON_WORD)
     cps = np.array([ord(c) for c in ",.a1 \u2014\u00e9_\u0301"] + [0x1F600, 0x1D400])
     assert cls.of(cps).tolist() == [True, True, False, False, True, True, False, False, False, True, False]
+
+
+@pytest.mark.parametrize("run_bytes", [None, 3000])
+def test_spaced_is_the_regex(texts, monkeypatch, run_bytes):
+    """The classifiers' punctuation split (classify.normalize) in NumPy gives the RE2 pass's bytes."""
+    from datacurate.classify import _SPACES
+
+    if run_bytes:
+        monkeypatch.setattr(charclass, "_CHUNK_BYTES", run_bytes)
+    edge = pa.array(["x\u00a0", "a\u2028", "\u3000", "\u2014", "\U0001F600"], pa.large_string())
+    for t in (texts, edge, texts.slice(3, 20)):
+        ref = pc.replace_substring_regex(t.fill_null(""), r"([\pP\pS])|" + _SPACES, r" \1 ")
+        got = charclass.spaced(t, charclass.RegexClass(r"[\pP\pS]"), charclass.RegexClass(_SPACES))
+        assert got.equals(ref)
+    assert not ref.equals(texts.slice(3, 20).fill_null(""))
+    empty = pa.array([], pa.large_string())  # no rows: no runs
+    assert charclass.spaced(empty, charclass.RegexClass(r"[\pP\pS]"), charclass.RegexClass(_SPACES)).equals(empty)

@@ -70,6 +70,18 @@ def test_handmade_spam_and_boilerplate(stage):
     assert out.column("reject_reason").to_pylist() == ["quality/low_score", "quality/low_score", None]
 
 
+def test_the_model_reads_a_prefix_of_max_chars(stage):
+    """A long page: clean prose first, then spam. The default bound (2,000 characters)
+    scores the prose alone; the whole page is scored with a larger bound."""
+    page = PROSE * (2000 // len(PROSE) + 1) + "\n" + SPAM * 20
+    head = page[:2000]
+    assert len(page) > 2000 and SPAM not in head
+    short, whole = stage(table([page, head])), Quality(max_chars=100_000)(table([page]))
+    a, b = short.column("quality_score").to_pylist()
+    assert a == b > 0.5
+    assert whole.column("quality_score")[0].as_py() < 0.5
+
+
 def test_threshold_is_configurable(stage):
     scores = stage(table([SPAM, PROSE])).column("quality_score").to_pylist()
     none_rejected = Quality(min_score=0.0)(table([SPAM, PROSE]))

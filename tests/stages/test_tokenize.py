@@ -9,7 +9,7 @@ import pytest
 from datacurate import cli
 from datacurate.config import ConfigError, load_config
 from datacurate.stages import Tokenize
-from datacurate.stages.tokenize import TOKENS, with_eos
+from datacurate.stages.tokenize import TOKENS
 from datacurate.tokenizer import DEFAULT_TOKENIZER, file_sha256, load_tokenizer, token_dtype, train_tokenizer
 
 PROSE = ["The committee met on Tuesday to discuss the budget for the coming year.",
@@ -92,13 +92,40 @@ def test_add_bos(tmp_path):
         Tokenize(add_bos=True)  # the shipped tokenizer has none
 
 
-def test_with_eos_vectorised():
-    values = np.array([5, 6, 7, 8, 9], np.uint32)
-    offsets = np.array([0, 2, 2, 5])  # three documents, the second empty
-    out, off = with_eos(values, offsets, eos=0, bos=None)
-    assert [out[a:b].tolist() for a, b in zip(off[:-1], off[1:])] == [[5, 6, 0], [0], [7, 8, 9, 0]]
-    out, off = with_eos(values, offsets, eos=0, bos=1)
-    assert [out[a:b].tolist() for a, b in zip(off[:-1], off[1:])] == [[1, 5, 6, 0], [1, 0], [1, 7, 8, 9, 0]]
+def _old_tokens(stage: Tokenize, texts: list[str], bos) -> tuple[np.ndarray, np.ndarray]:
+    """The code before issue 18: ids of every text, then EOS / BOS put in by one scatter."""
+    encs = stage.tokenizer.encode_batch_fast(texts, add_special_tokens=False)
+    values = np.concatenate([np.asarray(e.ids, np.uint32) for e in encs] + [np.zeros(0, np.uint32)])
+    offsets = np.concatenate([[0], np.cumsum([len(e.ids) for e in encs])]).astype(np.int64)
+    n, extra = len(texts), 1 + (bos is not None)
+    lengths = np.diff(offsets)
+    new_offsets = np.concatenate([[0], np.cumsum(lengths + extra)]).astype(np.int64)
+    out = np.empty(new_offsets[-1], dtype=np.uint32)
+    shift = new_offsets[:-1] - offsets[:-1] + (bos is not None)
+    out[np.arange(len(values)) + shift[np.repeat(np.arange(n), lengths)]] = values
+    out[new_offsets[1:] - 1] = stage.info.eos_id
+    if bos is not None:
+        out[new_offsets[:-1]] = bos
+    return out, new_offsets
+
+
+@pytest.mark.parametrize("bos, batch_size", [(False, 1024), (False, 7), (True, 5)])
+def test_tokens_equal_the_code_before(tmp_path, bos, batch_size):
+    texts = PROSE + ["", "x", "\u00e9t\u00e9 \U0001F600 \u65e5\u672c\u8a9e", "", "  \n\t"] + PROSE[:2]
+    if bos:
+        tok = train_tokenizer([PROSE], vocab_size=300, bos=True)
+        tok.save(str(tmp_path / "bos.json"))
+        stage = Tokenize(tokenizer=str(tmp_path / "bos.json"), add_bos=True, batch_size=batch_size)
+    else:
+        stage = Tokenize(batch_size=batch_size)
+    values, offsets = _old_tokens(stage, texts, stage.info.bos_id if bos else None)
+    out = stage(table(texts))
+    col = out.column(TOKENS).combine_chunks()
+    assert np.array_equal(col.offsets.to_numpy(), offsets)
+    assert np.array_equal(col.values.to_numpy(), values)
+    empty = np.array([len(e.ids) == 0 for e in stage.tokenizer.encode_batch_fast(texts, add_special_tokens=False)])
+    assert out.column("n_tokens").to_pylist() == np.where(empty, 0, np.diff(offsets)).tolist()
+    assert out.column("reject_reason").to_pylist() == ["tokenize/empty" if e else None for e in empty]
 
 
 def test_bad_tokenizer_files(tmp_path):
