@@ -1,0 +1,94 @@
+"""The driver's RSS at each segment and global-phase boundary of a bench_pipeline_scale run (issue 18).
+
+    .venv/bin/python benchmarks/profile_driver_memory.py 300000
+
+Runs the same curation as ``bench_pipeline_scale.py`` (same cached input, same config)
+with the engine's segment runner and the global-stage primitives wrapped so that each
+boundary prints the driver's RSS; at the end, the driver's largest memory mappings
+(``[heap]`` and anonymous mappings are native allocations: Ray core, Arrow). Used to find
+which phases make the driver grow with the corpus.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import psutil
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import bench_pipeline_scale as bench  # noqa: E402
+from datacurate.config import load_config  # noqa: E402
+from datacurate.engine import context, ray_backend, run_pipeline  # noqa: E402
+
+ME = psutil.Process()
+T0 = time.time()
+
+
+def rss(tag: str) -> None:
+    print(f"{time.time() - T0:7.1f}s {tag:40s} driver rss {ME.memory_info().rss / 2**30:.3f} GB", flush=True)
+
+
+def instrument() -> None:
+    run_segment = ray_backend.run_segment
+
+    def segment(cfg, seg_index, items, on_stats, journal=None):
+        rss(f"segment {seg_index} start ({len(items)} items)")
+        run_segment(cfg, seg_index, items, on_stats, journal)
+        rss(f"segment {seg_index} end")
+
+    ray_backend.run_segment = segment
+    run_items = context.GlobalContext._run_items
+
+    def items(self, phase, *a, **k):
+        out = run_items(self, phase, *a, **k)
+        rss(f"  {self.stage} {phase} end")
+        return out
+
+    context.GlobalContext._run_items = items
+    for name in ("count", "rows", "materialize", "sorted_head"):
+        fn = getattr(context.Data, name)
+
+        def wrapped(self, *a, _fn=fn, _name=name, **k):
+            out = _fn(self, *a, **k)
+            rss(f"  Data.{_name}")
+            return out
+
+        setattr(context.Data, name, wrapped)
+
+
+def largest_mappings(top: int = 8) -> None:
+    sizes: dict[str, int] = {}
+    name = None
+    with open(f"/proc/{os.getpid()}/smaps") as f:
+        for line in f:
+            parts = line.split()
+            if parts and "-" in parts[0] and len(parts) >= 5 and not parts[0].endswith(":"):
+                name = parts[5] if len(parts) > 5 else "[anon]"
+            elif parts and parts[0] == "Rss:" and name is not None:
+                sizes[name] = sizes.get(name, 0) + int(parts[1])
+    for n, kb in sorted(sizes.items(), key=lambda x: -x[1])[:top]:
+        print(f"{kb / 1024:9.1f} MB  {n}")
+
+
+def main() -> None:
+    n = int(sys.argv[1]) if len(sys.argv) > 1 else 100_000
+    inp = ROOT / "benchmarks" / ".cache" / f"pipeline_docs_{n}_s0.jsonl"
+    if not inp.exists():
+        bench.generate(inp, n, 0)
+    instrument()
+    cfg = load_config(bench.curation_config(inp, Path(tempfile.mkdtemp(prefix="dc-drvmem-")), n, 2))
+    rss("start")
+    run_pipeline(cfg, progress=False, report=False)
+    rss("end")
+    largest_mappings()
+
+
+if __name__ == "__main__":
+    main()
