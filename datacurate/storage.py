@@ -387,9 +387,12 @@ def write_parquet(table, path: str, compression: str = "zstd") -> None:
     """A Parquet file written whole or not at all (see :func:`atomic_file`)."""
     import pyarrow.parquet as pq
 
-    if not is_remote(path):
-        with atomic_file(path) as f:
-            pq.write_table(table, f, compression=compression)
+    if not is_remote(path):  # by path, not through a Python file object: Arrow writes natively
+        path = local_path(path)
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        tmp = f"{path}.tmp{os.getpid()}"  # per process: a re-run task may overlap a dying one
+        pq.write_table(table, tmp, compression=compression)
+        os.replace(tmp, path)
         return
     buf = io.BytesIO()  # parts are tens of MB at most: one PUT
     pq.write_table(table, buf, compression=compression)
