@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -31,7 +32,11 @@ ME = psutil.Process()
 T0 = time.time()
 
 
+CURRENT = {"tag": "start"}
+
+
 def rss(tag: str) -> None:
+    CURRENT["tag"] = tag
     print(f"{time.time() - T0:7.1f}s {tag:40s} driver rss {ME.memory_info().rss / 2**30:.3f} GB", flush=True)
 
 
@@ -63,6 +68,36 @@ def instrument() -> None:
         setattr(context.Data, name, wrapped)
 
 
+class PeakWatch(threading.Thread):
+    """Samples the driver's RSS every second; at each new peak, remembers the phase it
+    was in and the largest mappings (printed at the end): where the driver's peak is."""
+
+    def __init__(self):
+        super().__init__(daemon=True)
+        self.peak, self.at, self.maps = 0, "", []
+
+    def run(self):
+        while True:
+            r = ME.memory_info().rss
+            if r > self.peak * 1.02:
+                self.peak, self.at = r, f"{time.time() - T0:.0f}s after {CURRENT['tag']}"
+                self.maps = mappings(6)
+            time.sleep(1.0)
+
+
+def mappings(top: int) -> list:
+    sizes: dict[str, int] = {}
+    name = None
+    with open(f"/proc/{os.getpid()}/smaps") as f:
+        for line in f:
+            parts = line.split()
+            if parts and "-" in parts[0] and len(parts) >= 5 and not parts[0].endswith(":"):
+                name = parts[5] if len(parts) > 5 else "[anon]"
+            elif parts and parts[0] == "Rss:" and name is not None:
+                sizes[name] = sizes.get(name, 0) + int(parts[1])
+    return sorted(sizes.items(), key=lambda x: -x[1])[:top]
+
+
 def largest_mappings(top: int = 8) -> None:
     sizes: dict[str, int] = {}
     name = None
@@ -85,9 +120,14 @@ def main() -> None:
     instrument()
     cfg = load_config(bench.curation_config(inp, Path(tempfile.mkdtemp(prefix="dc-drvmem-")), n, 2))
     rss("start")
+    watch = PeakWatch()
+    watch.start()
     run_pipeline(cfg, progress=False, report=False)
     rss("end")
     largest_mappings()
+    print(f"peak driver rss {watch.peak / 2**30:.3f} GB at {watch.at}; largest mappings then:")
+    for n, kb in watch.maps:
+        print(f"{kb / 1024:9.1f} MB  {n}")
 
 
 if __name__ == "__main__":

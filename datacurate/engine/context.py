@@ -23,6 +23,7 @@ import pyarrow as pa
 from datacurate import storage
 from datacurate.engine import faults
 from datacurate.engine.journal import Journal
+from datacurate.engine.memory import give_back
 
 WPART = "_wpart"  # the basename of the part file a row came from
 
@@ -30,6 +31,7 @@ WPART = "_wpart"  # the basename of the part file a row came from
 def _task(fn: Callable, stage: str, phase: str, batch, **kw):
     out = fn(batch, **kw)
     faults.point(stage, phase)
+    give_back()
     return out
 
 
@@ -37,11 +39,22 @@ class Data:
     """A distributed table (a Ray Data dataset, lazily evaluated). Every function given
     to it takes and returns ``pyarrow.Table``; ``phase`` names its tasks for fault points."""
 
-    def __init__(self, ds, stage: str):
-        self._ds, self._stage = ds, stage
+    def __init__(self, ds, stage: str, blocks: int = 1, max_blocks: int = 1 << 30):
+        # blocks: how many blocks ``ds`` has (one per file read, ``parts`` after a shuffle);
+        # max_blocks: how many a shuffle's input may have (see _bounded)
+        self._ds, self._stage, self._blocks, self._max = ds, stage, blocks, max_blocks
 
-    def _wrap(self, ds) -> "Data":
-        return Data(ds, self._stage)
+    def _wrap(self, ds, blocks: int | None = None) -> "Data":
+        return Data(ds, self._stage, self._blocks if blocks is None else blocks, self._max)
+
+    def _bounded(self, ds, blocks: int):
+        """``ds`` (of ``blocks`` blocks) coalesced to at most ``max_blocks`` before a
+        sort-based shuffle. Measured here (Ray 2.60, 2 cores, 676k rows in 515 blocks, one
+        per part file): a groupby of even two integer columns grew the driver by about 1 GB
+        of native memory, and 1.7 GB with all columns (growing faster than the block count:
+        +0.19 GB at 147 blocks); coalesced to 8 blocks first, the driver stayed at 0.23 GB
+        and the groupby took 31 s instead of 74 s."""
+        return ds.repartition(self._max) if blocks > self._max else ds
 
     def _fn(self, fn: Callable, phase: str):
         return functools.partial(_task, fn, self._stage, phase)
@@ -54,8 +67,9 @@ class Data:
     def groupby(self, phase: str, key: str, parts: int, fn: Callable, concurrency: int | None = None, **kw) -> "Data":
         """``fn(group, **kw)`` once per distinct ``key`` (hash-partitioned into ``parts``)."""
         extra = {"concurrency": concurrency} if concurrency else {}
-        return self._wrap(self._ds.groupby(key, num_partitions=parts).map_groups(
-            self._fn(fn, phase), batch_format="pyarrow", fn_kwargs=kw, **extra))
+        ds = self._bounded(self._ds, self._blocks)
+        return self._wrap(ds.groupby(key, num_partitions=parts).map_groups(
+            self._fn(fn, phase), batch_format="pyarrow", fn_kwargs=kw, **extra), blocks=parts)
 
     def join(self, other: "Data", on: str, parts: int) -> "Data":
         """Inner join on the integer column ``on``, where each key occurs at most once in
@@ -73,14 +87,15 @@ class Data:
                                     fn_kwargs={"side": 0, "on": on, "parts": parts, "schema": schema})
         right = other._ds.map_batches(_join_side, batch_format="pyarrow",
                                       fn_kwargs={"side": 1, "on": on, "parts": parts, "schema": schema})
-        joined = left.union(right).groupby(_JP, num_partitions=parts).map_groups(
+        both = self._bounded(left.union(right), self._blocks + other._blocks)
+        joined = both.groupby(_JP, num_partitions=parts).map_groups(
             _join_group, batch_format="pyarrow",
             fn_kwargs={"on": on, "left": list(left_schema.names), "right": [n for n in right_schema.names if n != on]})
-        return self._wrap(joined)
+        return self._wrap(joined, blocks=parts)
 
     def single(self, phase: str, fn: Callable, **kw) -> "Data":
         """``fn(everything)`` in one task (not the driver): for data known to be small."""
-        return self._wrap(self._ds.repartition(1)).map(phase, fn, whole=True, **kw)
+        return self._wrap(self._ds.repartition(1), blocks=1).map(phase, fn, whole=True, **kw)
 
     def select(self, columns: Sequence[str]) -> "Data":
         return self._wrap(self._ds.select_columns(list(columns)))
@@ -101,7 +116,7 @@ class Data:
                     batch_size: int = 65_536) -> Iterator[pa.Table]:
         """The first ``k`` rows in sort order, by a distributed (range-partitioned) sort,
         streamed past the driver batch by batch."""
-        ds = self._ds.sort(keys, descending=descending).limit(k)
+        ds = self._bounded(self._ds, self._blocks).sort(keys, descending=descending).limit(k)
         yield from ds.iter_batches(batch_size=batch_size, batch_format="pyarrow")
 
 
@@ -143,6 +158,25 @@ class ActorRef:
         return ray.get(getattr(self.handle, method).remote(*args))
 
 
+SHUFFLE_BLOCK_BYTES = 64 << 20  # Parquet bytes read per block fed to a shuffle
+MAX_SHUFFLE_BLOCKS = 256
+
+
+def shuffle_blocks(files: Sequence[str]) -> int:
+    """How many blocks a shuffle of data read from ``files`` may take: one per 64 MiB of
+    Parquet (at least two per CPU of the cluster, at most 256)."""
+    import math
+
+    import ray
+
+    total = 0
+    for d in sorted({posixpath.dirname(f) for f in files}):  # one listing per directory, not a request per file
+        listed = storage.sizes(d)
+        total += sum(listed.get(f, 0) for f in files if posixpath.dirname(f) == d)
+    cpus = int(ray.cluster_resources().get("CPU", 1)) if ray.is_initialized() else 1
+    return int(min(MAX_SHUFFLE_BLOCKS, max(2 * cpus, math.ceil(total / SHUFFLE_BLOCK_BYTES))))
+
+
 def _read_files(batch: pa.Table, columns: list) -> pa.Table:
     tables = []
     for f in batch.column("item").to_pylist():
@@ -160,6 +194,7 @@ def _per_file(batch: pa.Table, fn: Callable, kwargs: dict, stage: str, phase: st
         if journal is not None:
             journal.record(kind, key, res)
         faults.point(stage, phase)
+        give_back()
         keys.append(key)
         outs.append(json.dumps(res))
     return pa.table({"key": keys, "out": outs})
@@ -213,7 +248,9 @@ class GlobalContext:
         100k-document run)."""
         from datacurate.engine.ray_backend import map_items
 
-        return Data(map_items(list(files), _read_files, {"columns": list(columns)}), self.stage)
+        files = list(files)
+        return Data(map_items(files, _read_files, {"columns": list(columns)}), self.stage, blocks=len(files),
+                    max_blocks=shuffle_blocks(files))
 
     def map_files(self, phase: str, fn: Callable, files: Sequence[str] | None = None, journal: bool = True,
                   keys: Sequence[str] | None = None, **kwargs) -> list:

@@ -28,6 +28,7 @@ import pyarrow as pa
 
 from datacurate.config import PipelineConfig, RayConfig
 from datacurate.engine import faults
+from datacurate.engine.memory import give_back
 from datacurate.engine.process import (
     build_stages, curate_task, curate_work_file, output_schema, plan_segments,
 )
@@ -135,6 +136,7 @@ def _run_items(batch: pa.Table, cfg: PipelineConfig, seg_index: int, key: str, j
             journal.record(f"s{seg_index}", name, stats)
         for stage in stages:
             faults.point(stage.name, "map")
+        give_back()
         yield pa.table({"key": [name], "stats": [json.dumps(stats)]})
 
 

@@ -71,14 +71,19 @@ class NearDedupConfig:
     verify_threshold: Optional[float] = None  # None: threshold - 2 standard errors of the estimate (verify_cutoff())
     priority: Literal["first", "longest", "column"] = "first"  # survivor per cluster
     priority_column: Optional[str] = None  # priority "column": highest value survives
-    num_partitions: int = 16  # coarse partitions for the engine's groupby steps
+    # shuffle partitions of the engine's groupby / join steps; None: sized by the corpus,
+    # one per partition_documents documents (at least 2), so that a reduce task holds a
+    # bounded slice of the signatures however large the corpus is (issue 18)
+    num_partitions: Optional[int] = None
+    partition_documents: int = 50_000
     # connected components of at most this many verified pairs run in one Ray task
     # (vectorised union-find); larger graphs run distributed large/small-star rounds
     max_local_edges: int = 20_000_000
 
     def validate(self) -> None:
-        if self.num_perm < 1 or self.num_partitions < 1:
-            raise ValueError("num_perm and num_partitions must be positive")
+        if self.num_perm < 1 or (self.num_partitions is not None and self.num_partitions < 1) \
+                or self.partition_documents < 1:
+            raise ValueError("num_perm, num_partitions and partition_documents must be positive")
         if not 1 <= self.ngram <= MAX_NGRAM:
             raise ValueError(f"ngram must be within 1..{MAX_NGRAM}")
         if not 0 < self.threshold < 1:
@@ -106,6 +111,13 @@ class NearDedupConfig:
             return self.bands, self.rows
         t = self.threshold if self.verify == "none" else max(self.threshold - 0.15, 0.05)
         return optimal_params(t, self.num_perm, self.false_positive_weight, self.false_negative_weight)
+
+    def partitions(self, documents: int) -> int:
+        """Shuffle partitions for a corpus of ``documents``: as given, else one per
+        ``partition_documents`` (at least 2, at most 1024)."""
+        if self.num_partitions is not None:
+            return self.num_partitions
+        return int(min(1024, max(2, math.ceil(documents / self.partition_documents))))
 
     def verify_cutoff(self) -> float:
         """Estimated Jaccard below which a candidate pair is dropped."""
@@ -469,7 +481,6 @@ def run_distributed(c: NearDedupConfig, ctx) -> dict:
     from datacurate.engine.context import WPART
 
     bands, rows = c.banding()
-    parts = c.num_partitions
     verify_thr = c.verify_cutoff()
     metrics = {"bands": bands, "rows": rows, "num_perm": c.num_perm, "ngram": c.ngram, "threshold": c.threshold,
                "verify": c.verify, "verify_cutoff": round(verify_thr, 4),
@@ -477,7 +488,9 @@ def run_distributed(c: NearDedupConfig, ctx) -> dict:
     if not ctx.files:
         return metrics
     sig_dir = ctx.scratch("near")
-    ctx.map_files("signatures", _phase_signatures, cfg=c, out_dir=sig_dir)
+    done = ctx.map_files("signatures", _phase_signatures, cfg=c, out_dir=sig_dir)
+    parts = c.partitions(sum(r["rows"] for r in done))
+    metrics["num_partitions"] = parts
     sigs = ctx.read([storage.join(sig_dir, posixpath.basename(f)) for f in ctx.files],
                     [ORD, "id", "prio", "empty", "sig"])
     edges = (sigs.map("bands", _phase_bands, bands=bands, rows=rows, parts=parts)
