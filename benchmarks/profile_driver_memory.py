@@ -99,16 +99,7 @@ def mappings(top: int) -> list:
 
 
 def largest_mappings(top: int = 8) -> None:
-    sizes: dict[str, int] = {}
-    name = None
-    with open(f"/proc/{os.getpid()}/smaps") as f:
-        for line in f:
-            parts = line.split()
-            if parts and "-" in parts[0] and len(parts) >= 5 and not parts[0].endswith(":"):
-                name = parts[5] if len(parts) > 5 else "[anon]"
-            elif parts and parts[0] == "Rss:" and name is not None:
-                sizes[name] = sizes.get(name, 0) + int(parts[1])
-    for n, kb in sorted(sizes.items(), key=lambda x: -x[1])[:top]:
+    for n, kb in mappings(top):
         print(f"{kb / 1024:9.1f} MB  {n}")
 
 
