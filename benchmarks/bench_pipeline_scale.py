@@ -144,6 +144,7 @@ class TreeMemory(threading.Thread):
             rss = pss = 0
             procs = [me, *me.children(recursive=True)]
             kinds: dict = {}
+            shm = 0
             for p in procs:
                 try:
                     mem = p.memory_full_info()
@@ -152,10 +153,12 @@ class TreeMemory(threading.Thread):
                     kind = _kind(p)
                     n, total = kinds.get(kind, (0, 0))
                     kinds[kind] = (n + 1, total + mem.pss)
+                    shm += _shm_pss(p.pid)
                 except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
                     pass
             if pss > self.peak_pss:  # which processes made the peak: {kind: [count, PSS GB]}
                 self.breakdown = {k: [n, round(v / 2**30, 3)] for k, (n, v) in sorted(kinds.items())}
+                self.breakdown["object_store_pages"] = round(shm / 2**30, 3)  # of the total above
             self.peak_rss, self.peak_pss = max(self.peak_rss, rss), max(self.peak_pss, pss)
             self.peak_procs = max(self.peak_procs, len(procs))
             try:
@@ -164,6 +167,22 @@ class TreeMemory(threading.Thread):
                 pass
             self.samples += 1
             self.stop.wait(self.every)
+
+
+def _shm_pss(pid: int) -> int:
+    """PSS bytes of a process's mappings of Ray's object store (the plasma file in
+    /dev/shm or /tmp): touched object-store pages count in each process that maps them."""
+    total, inside = 0, False
+    try:
+        with open(f"/proc/{pid}/smaps") as f:
+            for line in f:
+                if line[0] in "0123456789abcdef" and "-" in line.split(" ", 1)[0]:
+                    inside = "plasma" in line or "/dev/shm" in line
+                elif inside and line.startswith("Pss:"):
+                    total += int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return total
 
 
 def _kind(p: psutil.Process) -> str:
@@ -197,6 +216,8 @@ def main() -> None:
     ap.add_argument("--docs", type=int, default=100_000)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--num-cpus", type=int, default=2)
+    ap.add_argument("--object-store-mb", type=int, default=None,
+                    help="ray.object_store_memory_mb (default: the engine's)")
     ap.add_argument("--cache", default=str(ROOT / "benchmarks" / ".cache"), help="where the generated input is kept")
     ap.add_argument("--out", default=None, help="pipeline output directory (default: a fresh one under /tmp)")
     ap.add_argument("--result", default=None, help="result JSON (default benchmarks/results/pipeline_scale_<N>.json)")
@@ -217,7 +238,10 @@ def main() -> None:
     from datacurate.engine import run_pipeline
 
     out = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="dc-pipeline-scale-"))
-    cfg = load_config(curation_config(inp, out, args.docs, args.num_cpus))
+    raw = curation_config(inp, out, args.docs, args.num_cpus)
+    if args.object_store_mb:
+        raw["ray"]["object_store_memory_mb"] = args.object_store_mb
+    cfg = load_config(raw)
     load0 = open("/proc/loadavg").read().split()[:3]
     mem = TreeMemory()
     mem.start()
@@ -231,7 +255,7 @@ def main() -> None:
     totals = report["totals"]
     res = {
         "docs": args.docs, "seed": args.seed, "input_bytes": inp.stat().st_size, "generated": made,
-        "num_cpus": args.num_cpus, "wall_seconds": round(wall, 1), "docs_per_second": round(args.docs / wall, 1),
+        "num_cpus": args.num_cpus, "object_store_memory_mb": cfg.ray.object_store_memory_mb, "wall_seconds": round(wall, 1), "docs_per_second": round(args.docs / wall, 1),
         "peak_rss_gb": round(mem.peak_rss / 2**30, 2), "peak_pss_gb": round(mem.peak_pss / 2**30, 2),
         "peak_driver_rss_gb": round(mem.driver_rss / 2**30, 2), "peak_processes": mem.peak_procs,
         "memory_samples": mem.samples, "peak_breakdown": mem.breakdown, "load_at_start": load0, "load_at_end": open("/proc/loadavg").read().split()[:3],

@@ -85,6 +85,23 @@ class PeakWatch(threading.Thread):
             time.sleep(1.0)
 
 
+class TreePeak(threading.Thread):
+    """The summed PSS of the driver and every Ray process (bench_pipeline_scale's sampler),
+    and the phase the driver was in at its peak."""
+
+    def __init__(self):
+        super().__init__(daemon=True)
+        self.tree, self.at = bench.TreeMemory(every=0.5), ""
+
+    def run(self):
+        self.tree.start()
+        peak = 0
+        while True:
+            time.sleep(0.5)
+            if self.tree.peak_pss > peak:
+                peak, self.at = self.tree.peak_pss, f"{time.time() - T0:.0f}s after {CURRENT['tag']}"
+
+
 def mappings(top: int) -> list:
     sizes: dict[str, int] = {}
     name = None
@@ -113,9 +130,12 @@ def main() -> None:
     rss("start")
     watch = PeakWatch()
     watch.start()
+    tree = TreePeak()
+    tree.start()
     run_pipeline(cfg, progress=False, report=False)
     rss("end")
     largest_mappings()
+    print(f"peak PSS of all processes {tree.tree.peak_pss / 2**30:.3f} GB at {tree.at}: {tree.tree.breakdown}")
     print(f"peak driver rss {watch.peak / 2**30:.3f} GB at {watch.at}; largest mappings then:")
     for n, kb in watch.maps:
         print(f"{kb / 1024:9.1f} MB  {n}")

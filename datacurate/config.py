@@ -32,7 +32,7 @@ class OutputConfig:
 class RayConfig:
     address: Optional[str] = None  # None: start an embedded local Ray; "auto" or ray://... for a cluster
     num_cpus: Optional[int] = None  # local Ray only; None = all cores
-    object_store_memory_mb: Optional[int] = None  # local Ray only
+    object_store_memory_mb: Optional[int] = None  # local Ray only; None: 512 MiB per CPU
     progress: bool = True  # Ray Data progress bars and the live funnel line
     # a global stage whose input holds fewer documents runs all its phases in one task
     # (same output; a Ray Data groupby or join costs seconds however small the data); 0: never

@@ -78,12 +78,38 @@ def init_ray(cfg: RayConfig) -> bool:
     ray.init(
         address="local",  # always a private instance: never join a cluster that happens to run here
         num_cpus=cfg.num_cpus,
-        object_store_memory=cfg.object_store_memory_mb * (1 << 20) if cfg.object_store_memory_mb else None,
+        object_store_memory=object_store_bytes(cfg),
+        # processes that spill and restore objects: Ray's default of 4 costs 0.1-0.3 GB
+        # each; one spilled 2.2 GB at 474 MiB/s in the 1M-document run (4: 313 MiB/s)
+        _system_config={"max_io_workers": max(1, (cfg.num_cpus or os.cpu_count() or 1) // 4)},
         include_dashboard=False,
         **kwargs,
     )
     _start_watch(ray)
     return True
+
+
+OBJECT_STORE_MB_PER_CPU = 512
+
+
+def object_store_bytes(cfg: RayConfig) -> int:
+    """The embedded Ray's object store: ``object_store_memory_mb``, else 512 MiB per CPU
+    (never more than Ray's own default, 30 % of memory).
+
+    The object store only carries global stages' shuffles (map work writes Parquet
+    parts), and beyond its size Ray spills to disk. Its pages stay resident once touched,
+    so with Ray's default the memory peak grew with the corpus: on 2 cores, the touched
+    store alone was 0.8 GB at 300k documents and more at 1M; capped at 1 GiB the 1M run
+    spilled 2 GB and its peak fell from 4.36 to 3.32 GB (issue 18, benchmarks/README.md)."""
+    if cfg.object_store_memory_mb:
+        return cfg.object_store_memory_mb * (1 << 20)
+    cpus = cfg.num_cpus or os.cpu_count() or 1
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        total = 0
+    want = int(cpus * OBJECT_STORE_MB_PER_CPU) << 20
+    return min(want, int(0.3 * total)) if total else want
 
 
 def _watch_address(address: str) -> threading.Event | None:
