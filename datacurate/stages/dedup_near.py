@@ -71,11 +71,9 @@ class NearDedupConfig:
     verify_threshold: Optional[float] = None  # None: threshold - 2 standard errors of the estimate (verify_cutoff())
     priority: Literal["first", "longest", "column"] = "first"  # survivor per cluster
     priority_column: Optional[str] = None  # priority "column": highest value survives
-    # shuffle partitions of the engine's groupby / join steps; None: sized by the corpus,
-    # one per partition_documents documents (at least 2), so that a reduce task holds a
-    # bounded slice of the signatures however large the corpus is (issue 18)
-    num_partitions: Optional[int] = None
-    partition_documents: int = 50_000
+    # a reduce task holds a bounded slice of the signatures however large the corpus (issue 18)
+    num_partitions: Optional[int] = None  # shuffle partitions of the groupby/join steps; None: by corpus size
+    partition_documents: int = 50_000  # num_partitions None: one partition per this many documents (>= 2)
     # connected components of at most this many verified pairs run in one Ray task
     # (vectorised union-find); larger graphs run distributed large/small-star rounds
     max_local_edges: int = 20_000_000
