@@ -169,10 +169,10 @@ def shuffle_blocks(files: Sequence[str]) -> int:
 
     import ray
 
-    total = 0
-    for d in sorted({posixpath.dirname(f) for f in files}):  # one listing per directory, not a request per file
-        listed = storage.sizes(d)
-        total += sum(listed.get(f, 0) for f in files if posixpath.dirname(f) == d)
+    listed: dict = {}
+    for d in {posixpath.dirname(f) for f in files}:  # one listing per directory, not a request per file
+        listed.update(storage.sizes(d))
+    total = sum(listed.get(f, 0) for f in files)
     cpus = int(ray.cluster_resources().get("CPU", 1)) if ray.is_initialized() else 1
     return int(min(MAX_SHUFFLE_BLOCKS, max(2 * cpus, math.ceil(total / SHUFFLE_BLOCK_BYTES))))
 

@@ -42,6 +42,7 @@ def give_back(slack: int = 256 << 20) -> bool:
     """Release free memory (Arrow's pool, then glibc's ``malloc_trim``) when the resident
     set grew by more than ``slack`` bytes since the last release; True when it ran."""
     rss = rss_bytes()
+    _STATE["floor"] = min(_STATE["floor"], rss)  # memory freed to the OS since: measure growth from there
     if not rss or rss - _STATE["floor"] < slack:
         return False
     import pyarrow as pa

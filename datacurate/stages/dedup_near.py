@@ -79,9 +79,9 @@ class NearDedupConfig:
     max_local_edges: int = 20_000_000
 
     def validate(self) -> None:
-        if self.num_perm < 1 or (self.num_partitions is not None and self.num_partitions < 1) \
-                or self.partition_documents < 1:
-            raise ValueError("num_perm, num_partitions and partition_documents must be positive")
+        for key in ("num_perm", "num_partitions", "partition_documents"):
+            if getattr(self, key) is not None and getattr(self, key) < 1:
+                raise ValueError(f"{key} must be positive")
         if not 1 <= self.ngram <= MAX_NGRAM:
             raise ValueError(f"ngram must be within 1..{MAX_NGRAM}")
         if not 0 < self.threshold < 1:
