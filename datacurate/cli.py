@@ -13,6 +13,7 @@ import typing
 
 from datacurate import storage
 from datacurate.config import ConfigError, load_config
+from datacurate.engine.supervise import needs_supervisor, supervise
 from datacurate.io import InputError
 from datacurate.storage import StorageError
 from datacurate.train.checkpoint import CheckpointError
@@ -389,6 +390,9 @@ def main(argv: list[str] | None = None) -> int:
         except (ValueError, OSError, AttributeError):  # stderr without a file descriptor (captured)
             pass
     args = build_parser().parse_args(argv)
+    address = needs_supervisor(args)
+    if address:  # joined to a cluster: a parent process reports its loss (engine/supervise.py)
+        return supervise(sys.argv[1:] if argv is None else list(argv), address)
     try:
         return args.fn(args)
     except (ConfigError, InputError, FileNotFoundError, ShardError, CheckpointError, StorageError) as e:

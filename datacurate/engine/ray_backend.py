@@ -27,7 +27,7 @@ from typing import Callable, Iterator
 import pyarrow as pa
 
 from datacurate.config import PipelineConfig, RayConfig
-from datacurate.engine import faults
+from datacurate.engine import faults, supervise
 from datacurate.engine.memory import give_back
 from datacurate.engine.process import (
     build_stages, curate_task, curate_work_file, output_schema, plan_segments,
@@ -41,8 +41,10 @@ LOST_AFTER_S = 5.0  # the cluster's control store unreachable this long: the run
 
 
 def _watch(gcs_address: str, stop: threading.Event, lost_after: float = LOST_AFTER_S) -> None:
-    """Stop the process with one line when the cluster's GCS stops answering, instead of
-    Ray's minutes of reconnect attempts (or a hang) when a cluster goes away mid-run."""
+    """Library use (no CLI supervisor): stop the process with one line when the cluster's
+    GCS stops answering, instead of Ray's minutes of reconnect attempts (or a hang) when a
+    cluster goes away mid-run. Best effort: Ray's own exit of the driver can come first;
+    the CLI's supervisor (:mod:`datacurate.engine.supervise`) has no such race."""
     host, port = gcs_address.rsplit(":", 1)
     down_since = None
     while not stop.wait(0.5):
@@ -68,6 +70,12 @@ def init_ray(cfg: RayConfig) -> bool:
         return False
     kwargs = dict(logging_level=logging.WARNING, log_to_driver=True)
     if cfg.address:
+        if supervise.announce(cfg.address):  # the CLI's supervisor watches (engine/supervise.py)
+            ray.init(address=cfg.address, **kwargs)
+            node = ray._private.worker.global_worker.node
+            supervise.announce(getattr(ray.get_runtime_context(), "gcs_address", None) or cfg.address,
+                               f"{node.node_ip_address}:{node.node_manager_port}")
+            return True
         early = _watch_address(cfg.address)  # a cluster that dies while we connect: no endless retries
         ray.init(address=cfg.address, **kwargs)
         if early is not None:
