@@ -14,6 +14,7 @@ import typing
 from datacurate import storage
 from datacurate.config import ConfigError, load_config
 from datacurate.engine.supervise import needs_supervisor, supervise
+from datacurate.errors import RunStopped, explain
 from datacurate.io import InputError
 from datacurate.storage import StorageError
 from datacurate.train.checkpoint import CheckpointError
@@ -377,6 +378,10 @@ def build_parser() -> argparse.ArgumentParser:
     sc.add_argument("--shards", required=True)
     sc.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     sc.set_defaults(fn=cmd_score_tokens)
+    for parser in (p, *sub.choices.values()):  # before or after the command
+        parser.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                            help="on an error, print the full traceback (else it goes to a log file the error names)")
+    p.set_defaults(debug=False)
     return p
 
 
@@ -395,9 +400,40 @@ def main(argv: list[str] | None = None) -> int:
         return supervise(sys.argv[1:] if argv is None else list(argv), address)
     try:
         return args.fn(args)
+    except RunStopped as e:  # a run that had started: journaled, --resume continues it
+        _say(str(e), args.debug)
+        return e.exit_code
     except (ConfigError, InputError, FileNotFoundError, ShardError, CheckpointError, StorageError) as e:
-        print(f"datacurate: error: {e}", file=sys.stderr)
+        _say(str(e), args.debug and not isinstance(e, (ConfigError, InputError)))
         return 2
+    except Exception as e:  # noqa: BLE001 - operational errors in one line; a bug keeps its traceback
+        found = explain(e)
+        if found is None:
+            raise
+        _say(found[0], args.debug)
+        return 2
+
+
+def _say(line: str, debug: bool) -> None:
+    """The one line for an error being handled; its traceback on stderr with ``--debug``,
+    else in a log file the line names."""
+    import tempfile
+    import time
+    import traceback
+
+    text = traceback.format_exc()
+    if debug:
+        print(text, file=sys.stderr, end="")
+        print(f"datacurate: error: {line}", file=sys.stderr, flush=True)
+        return
+    log = os.path.join(tempfile.gettempdir(), f"datacurate-error-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log")
+    try:
+        with open(log, "w") as f:
+            f.write(text)
+        where = f" (traceback: {log})"
+    except OSError:
+        where = " (traceback: run again with --debug)"
+    print(f"datacurate: error: {line}{where}", file=sys.stderr, flush=True)
 
 
 if __name__ == "__main__":

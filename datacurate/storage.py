@@ -335,9 +335,9 @@ def write_bytes(path: str, data: bytes) -> None:
         path = local_path(path)
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
         tmp = f"{path}.tmp{os.getpid()}"
-        with open(tmp, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
+        with _local_write(path, tmp):
+            with open(tmp, "wb") as f:
+                f.write(data)
         return
     fs, p = filesystem(path)
 
@@ -346,6 +346,25 @@ def write_bytes(path: str, data: bytes) -> None:
             f.write(data)
 
     _wrap(put, path)
+
+
+@contextlib.contextmanager
+def _local_write(path: str, tmp: str):
+    """Around a write of ``tmp``: renamed to ``path`` when it succeeds; removed when it
+    fails (a full disk gets its space back), the error naming ``path`` (Arrow's does not)."""
+    try:
+        yield
+        os.replace(tmp, path)
+    except OSError as e:
+        with contextlib.suppress(OSError):
+            os.remove(tmp)
+        if e.filename or not e.errno:
+            raise
+        raise OSError(e.errno, os.strerror(e.errno), path) from e
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.remove(tmp)
+        raise
 
 
 def write_text(path: str, text: str) -> None:
@@ -391,8 +410,8 @@ def write_parquet(table, path: str, compression: str = "zstd") -> None:
         path = local_path(path)
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
         tmp = f"{path}.tmp{os.getpid()}"  # per process: a re-run task may overlap a dying one
-        pq.write_table(table, tmp, compression=compression)
-        os.replace(tmp, path)
+        with _local_write(path, tmp):
+            pq.write_table(table, tmp, compression=compression)
         return
     buf = io.BytesIO()  # parts are tens of MB at most: one PUT
     pq.write_table(table, buf, compression=compression)

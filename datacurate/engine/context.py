@@ -20,7 +20,7 @@ from typing import Callable, Iterator, Sequence
 
 import pyarrow as pa
 
-from datacurate import storage
+from datacurate import errors, storage
 from datacurate.engine import faults
 from datacurate.engine.journal import Journal
 from datacurate.engine.memory import give_back
@@ -29,7 +29,7 @@ WPART = "_wpart"  # the basename of the part file a row came from
 
 
 def _task(fn: Callable, stage: str, phase: str, batch, **kw):
-    out = fn(batch, **kw)
+    out = errors.guarded(fn, batch, **kw)
     faults.point(stage, phase)
     give_back()
     return out

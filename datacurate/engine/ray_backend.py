@@ -15,6 +15,7 @@ sets up) the same code runs on a cluster.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -26,6 +27,7 @@ from typing import Callable, Iterator
 
 import pyarrow as pa
 
+from datacurate import errors
 from datacurate.config import PipelineConfig, RayConfig
 from datacurate.engine import faults, supervise
 from datacurate.engine.memory import give_back
@@ -177,7 +179,7 @@ def _run_items(batch: pa.Table, cfg: PipelineConfig, seg_index: int, key: str, j
 def quiet_data_context():
     import ray.data
 
-    logging.getLogger("ray.data").setLevel(logging.ERROR)
+    logging.getLogger("ray.data").setLevel(logging.CRITICAL)  # a failed task: the CLI says it in one line
     ctx = ray.data.DataContext.get_current()
     ctx.enable_progress_bars = False  # the runner prints its own funnel line
     ctx.print_on_execution_start = False
@@ -206,7 +208,8 @@ def map_items(items: list[str], fn: Callable, fn_kwargs: dict):
 
     quiet_data_context()
     ds = ray.data.from_items([{"item": i} for i in items], override_num_blocks=len(items))
-    return ds.map_batches(fn, batch_size=1, batch_format="pyarrow", fn_kwargs=fn_kwargs, num_cpus=1)
+    return ds.map_batches(functools.partial(errors.guarded, fn), batch_size=1, batch_format="pyarrow",
+                          fn_kwargs=fn_kwargs, num_cpus=1)
 
 
 def shutdown() -> None:

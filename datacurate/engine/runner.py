@@ -13,14 +13,14 @@ import sys
 import time
 from typing import Callable
 
-from datacurate import storage
+from datacurate import errors, storage
 from datacurate.config import ConfigError, PipelineConfig, check_order, dump_config, to_dict
 from datacurate.engine import faults
 from datacurate.engine.journal import Journal
 from datacurate.engine.progress import Progress
 from datacurate.engine.process import build_stages
 from datacurate.engine.stats import finalize, format_funnel, merge
-from datacurate.io import plan_reads
+from datacurate.io import InputError, plan_reads
 from datacurate.schema import INPUT_STAGE
 
 OWNED = ("kept", "rejected", "stats.json", "config.yaml", "_work", "report.html")
@@ -192,9 +192,39 @@ def _run(cfg: PipelineConfig, progress: bool | None, log: Callable[[str], None],
     if fresh:
         check_output(cfg)
         _discard_unfinished(out)
-        storage.makedirs(staging)
+        _writable(staging, out)
         journal.record("run", "config", {"sha256": digest})
         storage.write_text(storage.join(staging, "config.yaml"), dump_config(cfg))
+    try:
+        rep = _work(cfg, tasks, journal, staging, digest, fresh, progress, log, default_log)
+    except (ConfigError, InputError, KeyboardInterrupt):
+        raise
+    except Exception as e:  # noqa: BLE001 - an operational error becomes one line (errors.stopped); others re-raise
+        one_line = errors.stopped(e)
+        if one_line is e:
+            raise
+        raise one_line from e
+    if report:
+        _write_report(out, log)
+    return rep
+
+
+def _writable(staging: str, out: str) -> None:
+    """OUT can be written (one line before any work, not a failure in a worker)."""
+    try:
+        storage.makedirs(staging)
+    except OSError as e:
+        found = errors.explain(e)
+        raise ConfigError(f"output: cannot write to {out}: {found[0] if found else e}") from None
+    if not storage.is_remote(staging) and not os.access(staging, os.W_OK):
+        raise ConfigError(f"output: cannot write to {out}: permission denied")
+
+
+def _work(cfg: PipelineConfig, tasks, journal: Journal, staging: str, digest: str, fresh: bool,
+          progress: bool | None, log, default_log: bool) -> dict:
+    """Curation, the swap, the doremi: and train: sections, stats.json: everything after
+    the checks, journaled, so that ``--resume`` continues it wherever it stopped."""
+    out = cfg.output.path
     show = cfg.ray.progress if progress is None else progress
     rep = journal.get("run", "curation")
     if rep is None:
@@ -212,8 +242,6 @@ def _run(cfg: PipelineConfig, progress: bool | None, log: Callable[[str], None],
     _write_stats(cfg, rep)  # last: its presence marks a complete run
     if not cfg.output.keep_work:
         storage.delete(storage.join(out, "_work"))
-    if report:
-        _write_report(out, log)
     return rep
 
 
