@@ -10,6 +10,9 @@ with ``O_EXCL`` in ``DATACURATE_FAULT_DIR``; the task that draws number ``n`` ac
 * ``exit`` (default): ``os._exit(1)`` of the worker process: Ray's retry path, for real.
 * ``kill-driver``: ``SIGKILL`` of the driver process (its pid is in
   ``DATACURATE_DRIVER_PID``), as a crash of the whole run; then ``--resume``.
+* ``wait``: the task stops there until the file ``<stage>.<phase>.<n>.go`` appears in the
+  directory: a test breaks something for real meanwhile (deletes an input, stops an S3
+  endpoint), at a known point of the run, with no timing involved.
 
 Phases of map segments are ``<map stage>:map``; a global stage names its own phases
 where it hands them to the engine (``ctx.map_files("fit", ...)``, ``data.groupby("decide", ...)``).
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 
 ENV = "DATACURATE_FAULT"
 DIR_ENV = "DATACURATE_FAULT_DIR"
@@ -62,6 +66,11 @@ def point(stage: str, phase: str) -> None:
             if action == "kill-driver":
                 os.kill(int(os.environ[DRIVER_ENV]), signal.SIGKILL)
                 os._exit(1)
+            if action == "wait":
+                go = os.path.join(d, f"{stage}.{phase}.{n}.go")
+                while not os.path.exists(go):
+                    time.sleep(0.05)
+                return
             if action != "exit":
                 raise ValueError(f"{ENV}: unknown action {action!r}")
             os._exit(1)
