@@ -146,3 +146,34 @@ def test_pipeline_doremi_and_train_sections_with_an_s3_output_match_local(ray_se
                     for root in (local, remote))
             assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a), (run, step)
     assert _read(remote, "doremi/weights.jsonl") == _read(local, "doremi/weights.jsonl")
+
+
+def test_ray_train_workers_read_s3_shards_and_write_an_s3_output(ray_session, s3_server, tmp_path):
+    """The launcher's choice (Ray Train with workers > 1 or a Ray address), and Ray Train's
+    ranks each caching the bucket's shards while rank 0 uploads the checkpoints: the curve
+    of one local worker."""
+    import numpy as np
+
+    from datacurate.config import RayConfig
+    from datacurate.engine.launch import launch_train, on_ray_train
+
+    shards = Path(markov_set(tmp_path / "synth"))
+    s3.make_bucket("raytrain")
+    s3.upload_dir(shards, "s3://raytrain/shards")
+    over = dict(steps=4, checkpoint_every=2, keep_checkpoints=0, model={"preset": "tiny"},
+                data={"tokens_per_step": 2048})
+    one = cfg_of(shards, tmp_path / "one", **over)
+    two = cfg_of("s3://raytrain/shards", "s3://raytrain/two", workers=2, cache_dir=str(tmp_path / "cache"), **over)
+    assert not on_ray_train(one, None) and not on_ray_train(one, RayConfig())
+    assert on_ray_train(one, RayConfig(address="auto")) and on_ray_train(two, None)
+    launch_train(one)
+    final = launch_train(two, ray_cfg=RayConfig(progress=False))
+    assert final["checkpoint"] == "s3://raytrain/two/checkpoints/latest" and final["steps"] == 4
+    assert json.loads(s3.get("s3://raytrain/two/final.json")) == final
+    assert s3.get("s3://raytrain/two/checkpoints/latest") == b"step-4"
+    assert {k.split("/")[2] for k in s3.keys("s3://raytrain/two/checkpoints/step-")} == {"step-2", "step-4"}
+    metrics = [json.loads(x) for x in s3.get("s3://raytrain/two/metrics.jsonl").decode().splitlines()]
+    got = [(r["step"], r["loss"]) for r in metrics if "loss" in r]
+    want = losses(tmp_path / "one")
+    assert [s for s, _ in got] == [s for s, _ in want]
+    np.testing.assert_allclose([x for _, x in got], [x for _, x in want], rtol=1e-4)
