@@ -209,10 +209,11 @@ def _ray_cfg(args):
 
 
 def cmd_train(args) -> int:
+    from datacurate.engine.launch import launch_train
     from datacurate.train.config import load_train_config
 
     cfg = load_train_config(args.config, args.set, shards=args.shards, output=args.output, workers=args.workers)
-    final = run_training(cfg, args.resume, _ray_cfg(args) if (cfg.workers > 1 or args.ray_address) else None)
+    final = launch_train(cfg, args.resume, _ray_cfg(args))
     ev = final.get("eval_loss") or {}
     print(f"trained {final['steps']} steps, {final['tokens']:,} tokens; eval loss " +
           "  ".join(f"{k} {v:.4f}" for k, v in ev.items()))
@@ -220,42 +221,17 @@ def cmd_train(args) -> int:
     return 0
 
 
-def run_training(cfg, resume: bool = False, ray_cfg=None) -> dict:
-    """In this process (one worker, no cluster), else on Ray Train."""
-    if ray_cfg is None:
-        from datacurate.train.loop import train
-
-        return train(cfg, resume=resume)
-    from datacurate.engine.train_ray import run_train
-
-    return run_train(cfg, resume=resume, ray_cfg=ray_cfg)
-
-
 def cmd_doremi(args) -> int:
+    from datacurate.engine.launch import launch_doremi
     from datacurate.train.config import load_train_config
-    from datacurate.train.doremi import DoremiRunConfig, run_doremi
+    from datacurate.train.doremi import DoremiRunConfig
 
     cfg = load_train_config(args.config, args.set, cls=DoremiRunConfig, shards=args.shards, output=args.output,
                             workers=args.workers)
-    from datacurate.train.remote import mirrored_output
-
-    with mirrored_output(cfg, args.resume, last="domain_weights.json") as local:  # s3://: run locally, then upload
-        weights = run_doremi(local, doremi_runner(local, _ray_cfg(args) if (local.workers > 1 or args.ray_address)
-                                                  else None), resume=args.resume)
+    weights = launch_doremi(cfg, args.resume, _ray_cfg(args))
     print("domain weights: " + "  ".join(f"{k} {v:.4f}" for k, v in weights.items()))
     print(f"outputs: {cfg.output}/domain_weights.json, weights.jsonl, reference/, proxy/")
     return 0
-
-
-def doremi_runner(cfg, ray_cfg=None):
-    """run(train_cfg, resume, objective) for run_doremi: this process, or Ray Train."""
-    if ray_cfg is None:
-        from datacurate.train.loop import train
-
-        return lambda c, resume, objective: train(c, resume=resume, objective=objective)
-    from datacurate.engine.train_ray import run_train
-
-    return lambda c, resume, objective: run_train(c, resume=resume, ray_cfg=ray_cfg, objective=objective)
 
 
 def cmd_eval(args) -> int:

@@ -17,6 +17,7 @@ from datacurate import errors, storage
 from datacurate.config import ConfigError, PipelineConfig, check_order, dump_config, to_dict
 from datacurate.engine import faults
 from datacurate.engine.journal import Journal
+from datacurate.engine.launch import launch_doremi, launch_train, quiet
 from datacurate.engine.progress import Progress
 from datacurate.engine.process import build_stages
 from datacurate.engine.stats import finalize, format_funnel, merge
@@ -234,10 +235,10 @@ def _work(cfg: PipelineConfig, tasks, journal: Journal, staging: str, digest: st
         log("[datacurate] resume: curation was complete")
     if not journal.get("run", "swap", {}).get("moved"):
         _swap(cfg, journal, staging)
-    if cfg.doremi is not None:
-        rep["doremi"] = run_domain_weights(cfg.doremi, cfg.ray, log if show else None, resume=not fresh)
+    if cfg.doremi is not None:  # before train: its weights are train's domain_weights by default
+        rep["doremi"] = launch_doremi(cfg.doremi, not fresh, cfg.ray, log if show else quiet)
     if cfg.train is not None:
-        rep["train"] = run_training(cfg.train, cfg.ray, log if show else None, resume=not fresh)
+        rep["train"] = launch_train(cfg.train, not fresh, cfg.ray, log if show else quiet)
     rep["config_sha256"] = digest
     _write_stats(cfg, rep)  # last: its presence marks a complete run
     if not cfg.output.keep_work:
@@ -353,33 +354,6 @@ def _curate(cfg: PipelineConfig, tasks, journal: Journal, staging: str, show: bo
 
 def _write_stats(cfg: PipelineConfig, report: dict) -> None:
     storage.write_text(storage.join(cfg.output.path, "stats.json"), json.dumps(report, indent=2))
-
-
-def run_domain_weights(dc, ray_cfg, log=None, resume: bool = False) -> dict:
-    """The pipeline's ``doremi:`` section: DoReMi's weights for the train: section."""
-    from datacurate.train.doremi import run_doremi
-
-    quiet = log or (lambda m: None)
-    if dc.workers > 1:
-        from datacurate.engine.train_ray import run_train
-
-        return run_doremi(dc, lambda c, r, o: run_train(c, resume=r, ray_cfg=ray_cfg, objective=o), resume=resume,
-                          log=quiet)
-    from datacurate.train.loop import train
-
-    return run_doremi(dc, lambda c, r, o: train(c, resume=r, objective=o, log=quiet), resume=resume, log=quiet)
-
-
-def run_training(tc, ray_cfg, log=None, resume: bool = False) -> dict:
-    """The pipeline's ``train:`` section on its shards: in this process, or on Ray Train
-    with ``workers > 1``."""
-    if tc.workers > 1:
-        from datacurate.engine.train_ray import run_train
-
-        return run_train(tc, resume=resume, ray_cfg=ray_cfg)
-    from datacurate.train.loop import train
-
-    return train(tc, resume=resume, log=log or (lambda m: None))
 
 
 __all__ = ["run_pipeline", "format_funnel"]

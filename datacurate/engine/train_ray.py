@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 
+from datacurate import storage
 from datacurate.config import RayConfig, from_dict, to_dict
 
 
@@ -20,12 +21,16 @@ def _worker(config: dict) -> None:
     from datacurate.train.config import TrainConfig
     from datacurate.train.loop import train
 
-    train(from_dict(TrainConfig, config["cfg"], "train"), resume=config["resume"], objective=config["objective"])
+    train(from_dict(TrainConfig, config["cfg"], "train"), resume=config["resume"], objective=config["objective"],
+          log=(lambda m: None) if config["quiet"] else None)
 
 
-def run_train(cfg, resume: bool = False, ray_cfg: RayConfig | None = None, objective=None) -> dict:
+def run_train(cfg, resume: bool = False, ray_cfg: RayConfig | None = None, objective=None,
+              quiet: bool = False) -> dict:
     """Train ``cfg`` (a :class:`TrainConfig`) on ``cfg.workers`` Ray Train workers;
-    ``objective`` (a picklable factory, e.g. DoReMi's Group DRO) as in the loop."""
+    ``objective`` (a picklable factory, e.g. DoReMi's Group DRO) as in the loop. ``s3://``
+    shards and outputs are handled by each rank's loop (:func:`datacurate.train.remote.localize`).
+    ``quiet``: the workers log nothing."""
     import ray
     from ray.train import RunConfig, ScalingConfig
     from ray.train.torch import TorchConfig, TorchTrainer
@@ -36,22 +41,28 @@ def run_train(cfg, resume: bool = False, ray_cfg: RayConfig | None = None, objec
     started = init_ray(ray_cfg or RayConfig())
     try:
         use_gpu = pick_device(cfg.device) == "cuda" if cfg.device != "auto" else bool(ray.cluster_resources().get("GPU"))
-        raw = to_dict(cfg)
-        raw.update(shards=os.path.abspath(cfg.shards), output=os.path.abspath(cfg.output), workers=1,
+        raw = to_dict(cfg)  # absolute paths: the workers may not share the driver's working directory
+        raw.update(shards=storage.abspath(cfg.shards), output=storage.abspath(cfg.output), workers=1,
                    device="cuda" if use_gpu else "cpu")
         if cfg.rho1.reference:
-            raw["rho1"]["reference"] = os.path.abspath(cfg.rho1.reference)
+            raw["rho1"]["reference"] = storage.abspath(cfg.rho1.reference)
         if isinstance(cfg.data.domain_weights, str):
-            raw["data"]["domain_weights"] = os.path.abspath(cfg.data.domain_weights)
+            raw["data"]["domain_weights"] = storage.abspath(cfg.data.domain_weights)
         trainer = TorchTrainer(
-            _worker, train_loop_config={"cfg": raw, "resume": resume, "objective": objective},
+            _worker, train_loop_config={"cfg": raw, "resume": resume, "objective": objective, "quiet": quiet},
             torch_config=TorchConfig(backend="nccl" if use_gpu else "gloo"),
             scaling_config=ScalingConfig(num_workers=cfg.workers, use_gpu=use_gpu),
-            run_config=RunConfig(storage_path=os.path.abspath(os.path.join(cfg.output, "_ray")), name="train"),
+            run_config=RunConfig(storage_path=_ray_dir(cfg), name="train"),
         )
         trainer.fit()
     finally:
         if started:
             shutdown()
-    with open(os.path.join(cfg.output, "final.json")) as f:
-        return json.load(f)
+    return json.loads(storage.read_text(storage.join(storage.abspath(cfg.output), "final.json")))
+
+
+def _ray_dir(cfg) -> str:
+    """Ray Train's own run state: OUT/_ray, or under ``cache_dir`` for an ``s3://`` OUT."""
+    if storage.is_remote(cfg.output):
+        return os.path.join(cfg.cache_dir or storage.cache_root(), "ray_train", storage.url_key(cfg.output))
+    return os.path.abspath(os.path.join(cfg.output, "_ray"))
