@@ -14,7 +14,7 @@ import typing
 from datacurate import storage
 from datacurate.config import ConfigError, load_config
 from datacurate.engine.supervise import needs_supervisor, supervise
-from datacurate.errors import RunStopped, explain
+from datacurate.errors import RunStopped, explain, stopped
 from datacurate.io import InputError
 from datacurate.storage import StorageError
 from datacurate.train.checkpoint import CheckpointError
@@ -386,6 +386,9 @@ def main(argv: list[str] | None = None) -> int:
         found = explain(e)
         if found is None:
             raise
+        if args.command in ("train", "doremi"):  # checkpointed: --resume continues
+            _say(str(stopped(e, args.command)), args.debug)
+            return RunStopped.exit_code
         _say(found[0], args.debug)
         return 2
 
