@@ -380,7 +380,7 @@ def main(argv: list[str] | None = None) -> int:
         _say(str(e), args.debug)
         return e.exit_code
     except (ConfigError, InputError, FileNotFoundError, ShardError, CheckpointError, StorageError) as e:
-        _say(str(e), args.debug and not isinstance(e, (ConfigError, InputError)))
+        _say(str(e), args.debug, log=False)  # the user's to fix: the line says what
         return 2
     except Exception as e:  # noqa: BLE001 - operational errors in one line; a bug keeps its traceback
         found = explain(e)
@@ -393,16 +393,17 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
 
-def _say(line: str, debug: bool) -> None:
+def _say(line: str, debug: bool, log: bool = True) -> None:
     """The one line for an error being handled; its traceback on stderr with ``--debug``,
-    else in a log file the line names."""
+    else (``log``) in a log file the line names."""
     import tempfile
     import time
     import traceback
 
     text = traceback.format_exc()
-    if debug:
-        print(text, file=sys.stderr, end="")
+    if debug or not log:
+        if debug:
+            print(text, file=sys.stderr, end="")
         print(f"datacurate: error: {line}", file=sys.stderr, flush=True)
         return
     log = os.path.join(tempfile.gettempdir(), f"datacurate-error-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log")

@@ -35,3 +35,14 @@ def test_readme_python_examples_run(ray_session, tmp_path, monkeypatch, capsys):
     assert scope["final"]["steps"] == 20 and scope["final"]["eval_loss"]["all"] > 0
     out = capsys.readouterr().out
     assert "'accounted': True" in out
+
+
+def test_ci_runs_the_readme_test_command():
+    """CI (.ci/run) runs command 2 of the README's set-up, which installs what pip cannot."""
+    text = (REPO / "README.md").read_text()
+    setup = text[text.index("## Set-up"):text.index("\n## ", text.index("## Set-up") + 5)]
+    command = re.findall(r"```bash\n(.*?)```", setup, flags=re.S)[0].strip().splitlines()[-1]
+    assert command == "bash scripts/test.sh"
+    assert command in (REPO / ".ci" / "run").read_text().splitlines()
+    script = (REPO / "scripts" / "test.sh").read_text()
+    assert "apt-get install -y -qq chromium" in script and ".venv/bin/python -m pytest -q" in script
