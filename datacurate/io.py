@@ -365,7 +365,7 @@ class _Batcher:
 
     def _reset(self):
         self.ids, self.texts, self.domains, self.stages, self.reasons, self.nbytes = [], [], [], [], [], 0
-        self.records, self.seen = [], {}
+        self.records = []
 
     def add(self, id_, text, domain, reason=None, record=_NO_FIELDS):
         self.ids.append(id_)
@@ -376,14 +376,14 @@ class _Batcher:
         self.nbytes += len(text)
         if self.keep:
             self.records.append(record)
-            self.seen.update(record)  # C-level: only its keys (in first-seen order) are used
 
     def _extras(self) -> dict[str, pa.Array]:
         if not self.keep:
             return {}
-        n = len(self.records)
-        return {self.rename.get(k, k): fields.jsonl_column(list(map(dict.get, self.records, itertools.repeat(k, n))))
-                for k in self.seen if k not in self.own}
+        n, records = len(self.records), self.records
+        seen = dict.fromkeys(itertools.chain.from_iterable(records))  # every key, first-seen order, in C
+        return {self.rename.get(k, k): fields.jsonl_column(list(map(dict.get, records, itertools.repeat(k, n))))
+                for k in seen if k not in self.own}
 
     def full(self) -> bool:
         return len(self.ids) >= self.rows or self.nbytes >= 64 << 20
