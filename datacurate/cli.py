@@ -52,6 +52,8 @@ def cmd_stages(args) -> int:
     for name, cls in STAGES.items():
         doc = (cls.__dict__.get("__doc__") or inspect.getmodule(cls).__doc__ or "").strip().splitlines()[0]
         print(f"{name}: {doc}")
+        if cls.columns:  # an input field may not take these names (input.rename)
+            print(f"  # adds columns: {', '.join(f'{c} ({t})' for c, t in cls.columns.items())}")
         print("\n".join(_describe(cls.Config)))
         print()
     return 0

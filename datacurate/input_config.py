@@ -19,3 +19,6 @@ class InputConfig:
     invalid_utf8: Literal["reject", "replace"] = "reject"  # replace: decode with U+FFFD and keep
     chunk_bytes: int = 64 << 20  # plain JSONL files are split into read tasks of about this size
     batch_rows: int = 2048  # rows per Arrow batch flowing through the stages
+    # every other field of a record is kept under its own name; this renames some first
+    # ({source: orig_source}) when one would collide with a column the run adds
+    rename: dict[str, str] = field(default_factory=dict)

@@ -17,8 +17,9 @@ from __future__ import annotations
 import glob
 import gzip
 import io
+import itertools
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Iterator
 
@@ -27,7 +28,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from datacurate import storage
+from datacurate import fields, storage
 from datacurate.config import InputConfig
 from datacurate.schema import (
     BASE_COLUMNS, DOMAIN, ID, INPUT_STAGE, ORD, REJECT_REASON, REJECT_STAGE, SOURCE, TEXT, is_internal,
@@ -51,6 +52,8 @@ class ReadTask:
     end: int = -1  # jsonl: byte end (-1 = EOF); parquet: row group end (exclusive)
     first_line: int = 1  # jsonl: line number of the first line in the range; parquet: first row
     size: int = 0  # bytes to read (for progress)
+    taken: list[str] | None = None  # raw field names a record may not hold; None: keep no extra fields
+    json_fields: list[str] = field(default_factory=list)  # parquet: fields kept as JSON text (types differ)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -137,14 +140,24 @@ def _rel(path: str, base: Path) -> str:
         return Path(path).name
 
 
-def plan_reads(cfg: InputConfig, text_key: str = "input.text_field") -> list[ReadTask]:
+def plan_reads(cfg: InputConfig, text_key: str = "input.text_field",
+               reserved: dict[str, str] | None = None) -> list[ReadTask]:
     """Split the inputs into read tasks; plain JSONL files larger than chunk_bytes are
     cut at line boundaries (line numbers counted here so derived ids stay stable).
 
     Each file is first checked for the text field (:func:`check_text_field`); ``text_key``
-    is the setting its error message suggests.
+    is the setting its error message suggests. With ``reserved`` (the columns the run
+    adds: name -> who adds it) the tasks keep every other field of a record
+    (:mod:`datacurate.fields`), and a field that would take one of those names (in a
+    JSONL file's first records, anywhere in a Parquet schema) is a ConfigError; without,
+    only text, id and domain are read (a side corpus).
     """
     tasks: list[ReadTask] = []
+    bad: dict[str, str] = {}
+    if reserved is not None:
+        fields.check_rename(cfg)
+        bad = fields.taken(cfg, reserved)
+    schemas = []
     for path, source in expand_inputs(cfg.path, cfg.format):
         fmt = detect_format(path, cfg.format)
         size = storage.size(path) if storage.is_remote(path) else os.path.getsize(path)
@@ -155,6 +168,8 @@ def plan_reads(cfg: InputConfig, text_key: str = "input.text_field") -> list[Rea
             except Exception as e:  # noqa: BLE001 - report any unreadable parquet in one line
                 raise InputError(f"not a readable Parquet file: {path} ({e})") from None
             check_text_field(_parquet_fields(pf), cfg, source, text_key)
+            fields.check_names(pf.schema_arrow.names, bad, source)
+            schemas.append(pf.schema_arrow)
             row = 0
             for rg in range(meta.num_row_groups):
                 tasks.append(ReadTask(path, source, fmt, start=rg, end=rg + 1, first_line=row,
@@ -162,17 +177,22 @@ def plan_reads(cfg: InputConfig, text_key: str = "input.text_field") -> list[Rea
                 row += meta.row_group(rg).num_rows
             continue
         try:
-            fields = _jsonl_fields(ReadTask(path, source, fmt, end=size))
+            sample = _jsonl_fields(ReadTask(path, source, fmt, end=size))
         except Exception as e:  # noqa: BLE001 - a corrupt .gz / .zst: one line, before any work
             raise InputError(f"cannot read {path}: {e}") from None
-        check_text_field(fields, cfg, source, text_key)
+        check_text_field(sample, cfg, source, text_key)
+        fields.check_names(sample.fields, bad, source)
         if path.lower().endswith(".jsonl") or path.lower().endswith((".json", ".ndjson")):
             for start, end, line in _split_jsonl(path, size, cfg.chunk_bytes):
                 tasks.append(ReadTask(path, source, fmt, start=start, end=end, first_line=line, size=end - start))
         else:
             tasks.append(ReadTask(path, source, fmt, size=size))
+    as_json = fields.parquet_json_fields(schemas, cfg) if reserved is not None else []
     for i, t in enumerate(tasks):
         t.index = i
+        if reserved is not None:
+            t.taken = sorted(bad)
+            t.json_fields = as_json if t.fmt == "parquet" else []
     return tasks
 
 
@@ -327,23 +347,43 @@ def _range_lines(task: ReadTask) -> Iterator[bytes]:
         yield rest
 
 
-class _Batcher:
-    """Accumulates rows and emits Arrow tables of ``rows`` rows (or ~64 MB of text)."""
+_NO_FIELDS: dict = {}  # the record of a row whose line is no JSON object: every extra field null
 
-    def __init__(self, task: ReadTask, rows: int):
+
+class _Batcher:
+    """Accumulates rows and emits Arrow tables of ``rows`` rows (or ~64 MB of text).
+
+    With ``keep`` it also keeps each row's parsed record and, at flush, builds one column
+    per other field seen in the batch (first-seen order; :func:`fields.jsonl_column`)."""
+
+    def __init__(self, task: ReadTask, rows: int, cfg: InputConfig | None = None):
         self.task, self.rows, self.n_batches, self.row_in_task = task, rows, 0, 0
+        self.keep = task.taken is not None and cfg is not None
+        if self.keep:
+            self.own, self.rename = {cfg.text_field, cfg.id_field, cfg.domain_field}, cfg.rename
         self._reset()
 
     def _reset(self):
         self.ids, self.texts, self.domains, self.stages, self.reasons, self.nbytes = [], [], [], [], [], 0
+        self.records = []
 
-    def add(self, id_, text, domain, reason=None):
+    def add(self, id_, text, domain, reason=None, record=_NO_FIELDS):
         self.ids.append(id_)
         self.texts.append(text)
         self.domains.append(domain)
         self.stages.append(INPUT_STAGE if reason else None)
         self.reasons.append(reason)
         self.nbytes += len(text)
+        if self.keep:
+            self.records.append(record)
+
+    def _extras(self) -> dict[str, pa.Array]:
+        if not self.keep:
+            return {}
+        n, records = len(self.records), self.records
+        seen = dict.fromkeys(itertools.chain.from_iterable(records))  # every key, first-seen order, in C
+        return {self.rename.get(k, k): fields.jsonl_column(list(map(dict.get, records, itertools.repeat(k, n))))
+                for k in seen if k not in self.own}
 
     def full(self) -> bool:
         return len(self.ids) >= self.rows or self.nbytes >= 64 << 20
@@ -358,6 +398,7 @@ class _Batcher:
             TEXT: pa.array(self.texts, BASE_COLUMNS[TEXT]),
             DOMAIN: pa.array(self.domains, BASE_COLUMNS[DOMAIN]),
             SOURCE: pa.array([self.task.source] * n, BASE_COLUMNS[SOURCE]),
+            **self._extras(),
             REJECT_STAGE: pa.array(self.stages, pa.string()),
             REJECT_REASON: pa.array(self.reasons, pa.string()),
             ORD: pa.array(range(first, first + n), pa.int64()),
@@ -390,7 +431,7 @@ def read_task(task: ReadTask | dict, cfg: InputConfig, counters: dict | None = N
         if n == 0 and task.start == 0:
             counters["empty_files"] = counters.get("empty_files", 0) + 1
         return
-    batcher = _Batcher(task, cfg.batch_rows)
+    batcher = _Batcher(task, cfg.batch_rows, cfg)
     for record in _read_jsonl(task, cfg, counters):
         batcher.add(*record)
         if batcher.full():
@@ -416,6 +457,7 @@ def read_texts(cfg: InputConfig, tasks: list | None = None, counters: dict | Non
 def _read_jsonl(task: ReadTask, cfg: InputConfig, counters: dict):
     tf, idf, df = cfg.text_field, cfg.id_field, cfg.domain_field
     default_domain = cfg.default_domain
+    taken = frozenset(task.taken or ())
     for lineno, raw in enumerate(_open_lines(task), start=task.first_line):
         if not raw.strip():
             counters["blank_lines"] = counters.get("blank_lines", 0) + 1
@@ -445,15 +487,17 @@ def _read_jsonl(task: ReadTask, cfg: InputConfig, counters: dict):
         id_ = _field_str(obj.get(idf), derived)
         domain = _field_str(obj.get(df), default_domain)
         text = obj.get(tf, _MISSING)
-        if text is _MISSING or text is None:  # the raw line is kept: the record is not lost
+        if not taken.isdisjoint(obj):  # a field named as a column the run adds, past the planned sample
+            yield id_, raw.decode("utf-8", "replace").rstrip("\n"), domain, fields.RESERVED_REASON
+        elif text is _MISSING or text is None:  # the raw line is kept: the record is not lost
             reason = "input/missing_text" if text is _MISSING else "input/null_text"
-            yield id_, raw.decode("utf-8", "replace").rstrip("\n"), domain, reason
+            yield id_, raw.decode("utf-8", "replace").rstrip("\n"), domain, reason, obj
         elif not isinstance(text, str):
-            yield id_, orjson.dumps(text).decode(), domain, "input/non_string_text"
+            yield id_, orjson.dumps(text).decode(), domain, "input/non_string_text", obj
         elif len(text) > cfg.max_doc_chars:
-            yield id_, text, domain, "input/doc_too_large"
+            yield id_, text, domain, "input/doc_too_large", obj
         else:
-            yield id_, text, domain, None
+            yield id_, text, domain, None, obj
 
 
 _MISSING = object()
@@ -472,16 +516,19 @@ def _read_parquet(task: ReadTask, cfg: InputConfig) -> Iterator[pa.Table]:
 
     A row without text (no such column, or null) keeps its whole record as JSON in
     ``text``, as a JSONL reject keeps its raw line: the row group's other columns are
-    read only then.
+    read only then. The other fields, when the task keeps them, pass as they are (as JSON
+    text where the inputs disagree on their type).
     """
     pf = pq.ParquetFile(_file(task.path))
     names = set(pf.schema_arrow.names)
-    cols = [c for c in (cfg.text_field, cfg.id_field, cfg.domain_field) if c in names]
+    own = (cfg.text_field, cfg.id_field, cfg.domain_field)
+    cols = [c for c in own if c in names]
+    extras = [c for c in pf.schema_arrow.names if c not in own] if task.taken is not None else []
     row, in_task = task.first_line, 0
     null = pa.scalar(None, pa.string())
     for rg in range(task.start, task.end):
         full, offset = None, 0
-        for batch in pf.iter_batches(batch_size=cfg.batch_rows, row_groups=[rg], columns=cols):
+        for batch in pf.iter_batches(batch_size=cfg.batch_rows, row_groups=[rg], columns=cols + extras):
             n = batch.num_rows
             derived = pc.binary_join_element_wise(pa.scalar(f"{task.source}:"), _as_str(pa.array(range(row, row + n))),
                                                   "")
@@ -516,6 +563,7 @@ def _read_parquet(task: ReadTask, cfg: InputConfig) -> Iterator[pa.Table]:
                 TEXT: texts.cast(BASE_COLUMNS[TEXT]),
                 DOMAIN: domains.cast(BASE_COLUMNS[DOMAIN]),
                 SOURCE: pa.array([task.source] * n, BASE_COLUMNS[SOURCE]),
+                **_parquet_extras(batch, extras, cfg.rename, task.json_fields),
                 REJECT_STAGE: pc.if_else(pc.is_valid(reasons), pa.scalar(INPUT_STAGE), null),
                 REJECT_REASON: reasons.cast(pa.string()),
                 ORD: pa.array(range(first, first + n), pa.int64()),
@@ -523,6 +571,14 @@ def _read_parquet(task: ReadTask, cfg: InputConfig) -> Iterator[pa.Table]:
             row += n
             in_task += n
             offset += n
+
+
+def _parquet_extras(batch: pa.RecordBatch, names: list[str], rename: dict, as_json: list[str]) -> dict:
+    out = {}
+    for name in names:
+        new = rename.get(name, name)
+        out[new] = fields.to_json(batch.column(name)) if new in as_json else batch.column(name)
+    return out
 
 
 # ----------------------------------------------------------------------------- writing
@@ -555,5 +611,5 @@ def write_parts(table: pa.Table, kept_dir: str, rejected_dir: str, name: str, co
         rows = rows.drop_columns(drop)
         written["kept" if kept else "rejected"] = rows.num_rows
         if rows.num_rows:
-            write_atomic(rows, storage.join(d, f"part-{name}.parquet"), compression)
+            write_atomic(fields.for_output(rows), storage.join(d, f"part-{name}.parquet"), compression)
     return written

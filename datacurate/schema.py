@@ -26,14 +26,18 @@ REJECT_COLUMNS: dict[str, pa.DataType] = {
     REJECT_REASON: pa.string(),
 }
 
-# Engine-internal columns: never written to kept/ or rejected/.
+# Engine-internal columns: never written to kept/ or rejected/ (an input field may not take
+# these names; any other name, ``_id`` or ``__index_level_0__`` included, is the user's).
 ORD = "_ord"  # input order: read task << 32 | row within the task; names part files, orders survivors
+TOKENS = "_tokens"  # the token ids of each document (tokenize -> decompose)
+WPART = "_wpart"  # in a global stage's reads: the basename of the part file a row came from
+INTERNAL_COLUMNS = (ORD, TOKENS, WPART)
 
 INPUT_STAGE = "input"
 
 
 def is_internal(name: str) -> bool:
-    return name.startswith("_")
+    return name in INTERNAL_COLUMNS
 
 
 def ord_task(ord_: int) -> int:

@@ -49,8 +49,10 @@ def test_sample_outputs(sample_run):
     rejected_files = sorted((out / "rejected").glob("part-*.parquet"))
     assert kept_files and rejected_files
     assert not list(out.rglob("*.tmp*"))
-    # base columns, then each stage's annotations in stage order; rejected adds the reason
-    columns = {"id": pa.string(), "text": pa.large_string(), "domain": pa.string(), "source": pa.string()}
+    # base columns, the records' other fields (first seen in input order; meta is an object:
+    # JSON text), then each stage's annotations in stage order; rejected adds the reason
+    columns = {"id": pa.string(), "text": pa.large_string(), "domain": pa.string(), "source": pa.string(),
+               "meta": pa.string(), "url": pa.string()}
     for spec in cfg.stages:
         columns.update(STAGES[spec.name].columns)
     assert SAMPLE_COLUMNS.items() <= columns.items()
@@ -59,6 +61,14 @@ def test_sample_outputs(sample_run):
         assert dict(zip(schema.names, schema.types)) == columns and schema.names == list(columns), f
     for f in rejected_files:
         assert pq.read_schema(f).names == list(columns) + ["reject_stage", "reject_reason"], f
+    for f in kept_files + rejected_files:
+        assert pq.read_schema(f).metadata[b"datacurate.json_fields"] == b'["meta"]', f
+    records = {r.get("id"): r for p in CORPUS.iterdir() for r in map(orjson.loads, corpus_lines(p))}
+    rows = [r for f in kept_files for r in pq.read_table(f, columns=["id", "meta", "url"]).to_pylist()]
+    assert sum(r["id"] in records for r in rows) > 100
+    for row in rows:
+        rec = records.get(row["id"], {"meta": json.loads(row["meta"]), "url": row["url"]})  # ids made by the reader
+        assert json.loads(row["meta"]) == rec["meta"] and row["url"] == rec.get("url")
     kept = pq.read_table(out / "kept")
     rejected = pq.read_table(out / "rejected")
     assert rejected.column("reject_stage").null_count == 0

@@ -24,8 +24,8 @@ from datacurate import errors, storage
 from datacurate.engine import faults
 from datacurate.engine.journal import Journal
 from datacurate.engine.memory import give_back
+from datacurate.schema import WPART
 
-WPART = "_wpart"  # the basename of the part file a row came from
 
 
 def _task(fn: Callable, stage: str, phase: str, batch, **kw):

@@ -19,12 +19,13 @@ from typing import Sequence
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from datacurate import storage
+from datacurate import fields, storage
 from datacurate.config import PipelineConfig, StageSpec
 from datacurate.engine.stats import count_reasons, merge
 from datacurate.io import ReadTask, read_task, write_parts
 from datacurate.schema import (
-    BASE_COLUMNS, INPUT_STAGE, ORD, REJECT_COLUMNS, REJECT_REASON, REJECT_STAGE, part_name,
+    BASE_COLUMNS, INPUT_STAGE, INTERNAL_COLUMNS, ORD, REJECT_COLUMNS, REJECT_REASON, REJECT_STAGE, is_internal,
+    part_name,
 )
 from datacurate.stages import STAGES, Stage
 
@@ -62,6 +63,27 @@ def output_schema(specs: Sequence[StageSpec]) -> pa.Schema:
         fields.update(STAGES[s.name].columns)
     fields.update(REJECT_COLUMNS)
     return pa.schema(list(fields.items()))
+
+
+def reserved_columns(specs: Sequence[StageSpec]) -> dict[str, str]:
+    """The column names an input field may not take, each with what adds it."""
+    out = {n: "the reader adds" for n in BASE_COLUMNS}
+    out.update({n: "the engine adds" for n in REJECT_COLUMNS})
+    out.update({n: "the engine uses internally" for n in INTERNAL_COLUMNS})
+    for s in specs:
+        out.update({n: f"stage {s.name} adds" for n in STAGES[s.name].columns})
+    return out
+
+
+def _output(table: pa.Table, columns: list) -> pa.Table:
+    """``table`` in the order of output parts: base columns, the input's extra fields (as
+    they come), the stages' columns (``columns``: the run's own, base first), reject."""
+    table = _ensure_columns(table, dict(columns))
+    own = {n for n, _ in columns}
+    extras = [f for f in table.schema if f.name not in own and not is_internal(f.name)]
+    base = [pa.field(n, t) for n, t in columns[:len(BASE_COLUMNS)]]
+    schema = pa.schema(base + extras + [pa.field(n, t) for n, t in columns[len(BASE_COLUMNS):]])
+    return table.select(schema.names).cast(schema)
 
 
 def work_dir(out: str, segment: int) -> str:
@@ -133,30 +155,30 @@ def _finish(table: pa.Table, stages: Sequence[Stage], seg: Segment, cfg: Pipelin
     out = cfg.output.path
     name = f"s{seg.index}-{part_name(table.column(ORD)[0].as_py())}"
     rejected_dir = storage.join(out, "rejected")
-    schema = pa.schema(seg.columns)
     if seg.final:
-        table = _ensure_columns(table, dict(seg.columns)).select(schema.names).cast(schema)
-        written = write_parts(table, storage.join(out, "kept"), rejected_dir, name, cfg.output.compression)
+        written = write_parts(_output(table, seg.columns), storage.join(out, "kept"), rejected_dir, name,
+                              cfg.output.compression)
     else:
-        written = _write_split(table, schema, seg, out, name, cfg)
+        written = _write_split(table, seg, out, name, cfg)
     stats["kept" if seg.final else "passed"] = stats.get("kept" if seg.final else "passed", 0) + written["kept"]
     merge(stats["rejected"], count_reasons(table.column(REJECT_REASON).drop_null()))
     merge(stats, {"write_seconds": time.perf_counter() - t0})
 
 
-def _write_split(table: pa.Table, schema: pa.Schema, seg: Segment, out: str, name: str, cfg: PipelineConfig) -> dict:
+def _write_split(table: pa.Table, seg: Segment, out: str, name: str, cfg: PipelineConfig) -> dict:
     """Not the last segment: kept rows (with ``_ord``) to the work dir for the next global
     stage; rejected rows, in the final schema, to OUT/rejected."""
     from datacurate.io import write_atomic
 
     rejected = pc.is_valid(table.column(REJECT_REASON))
     ok = table.filter(pc.invert(rejected))
-    rej = _ensure_columns(table.filter(rejected), dict(seg.columns)).select(schema.names).cast(schema)
+    rej = _output(table.filter(rejected), seg.columns)
     if ok.num_rows:
         write_atomic(ok.drop_columns([REJECT_STAGE, REJECT_REASON]),
                      storage.join(work_dir(out, seg.index), f"part-{name}.parquet"), cfg.output.compression)
     if rej.num_rows:
-        write_atomic(rej, storage.join(out, "rejected", f"part-{name}.parquet"), cfg.output.compression)
+        write_atomic(fields.for_output(rej), storage.join(out, "rejected", f"part-{name}.parquet"),
+                     cfg.output.compression)
     return {"kept": ok.num_rows, "rejected": rej.num_rows}
 
 

@@ -201,6 +201,29 @@ def run_segment(cfg: PipelineConfig, seg_index: int, items: list[tuple[str, str]
         on_stats(json.loads(row["stats"]), row["key"])
 
 
+def _conform_items(batch: pa.Table, plan: dict, compression: str) -> pa.Table:
+    from datacurate.fields import conform
+
+    for path in batch.column("item").to_pylist():
+        conform(path, plan[path], compression)
+        give_back()
+    return pa.table({"done": batch.column("item")})
+
+
+def unify_fields(cfg: PipelineConfig) -> int:
+    """Give every part of kept/ and rejected/ the run's extra fields, in one order and type
+    (:func:`datacurate.fields.unify_plan`: footers only), rewriting the parts that differ,
+    one task each; how many were rewritten."""
+    from datacurate import storage
+    from datacurate.fields import unify_plan
+
+    files = [f for d in ("kept", "rejected") for f in storage.list_files(storage.join(cfg.output.path, d), ".parquet")]
+    plan = unify_plan(files, output_schema(cfg.stages).names)
+    if plan:
+        map_items(sorted(plan), _conform_items, {"plan": plan, "compression": cfg.output.compression}).materialize()
+    return len(plan)
+
+
 def map_items(items: list[str], fn: Callable, fn_kwargs: dict):
     """A dataset running ``fn(batch of one "item", **fn_kwargs)`` once per item (a read
     task or a part file), one CPU each: the shape of every per-file phase."""

@@ -19,7 +19,7 @@ from datacurate.engine import faults
 from datacurate.engine.journal import Journal
 from datacurate.engine.launch import launch_doremi, launch_train, quiet
 from datacurate.engine.progress import Progress
-from datacurate.engine.process import build_stages
+from datacurate.engine.process import build_stages, reserved_columns
 from datacurate.engine.stats import finalize, format_funnel, merge
 from datacurate.io import InputError, plan_reads
 from datacurate.schema import INPUT_STAGE
@@ -167,7 +167,7 @@ def _run(cfg: PipelineConfig, progress: bool | None, log: Callable[[str], None],
          default_log: bool = True) -> dict:
     from datacurate.stages import GlobalStage
 
-    tasks = plan_reads(cfg.input)  # fails fast on missing or unreadable inputs
+    tasks = plan_reads(cfg.input, reserved=reserved_columns(cfg.stages))  # fails fast on bad inputs and fields
     for url in _remote_outputs(cfg):
         storage.check_bucket(url)  # one line for a missing bucket, refused credentials, a dead endpoint
     check_order(cfg.stages)
@@ -336,6 +336,7 @@ def _curate(cfg: PipelineConfig, tasks, journal: Journal, staging: str, show: bo
             skipped += len(items) - len(todo)
             total += len(items)
             ray_backend.run_segment(run_cfg, seg.index, todo, lambda st, key: tracker(st, sizes[key]), journal)
+        ray_backend.unify_fields(run_cfg)  # idempotent: a resumed run does it again
     finally:
         if started:
             ray_backend.shutdown()

@@ -27,11 +27,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from datacurate.schema import TEXT
+from datacurate.schema import TEXT, TOKENS
 from datacurate.stages.base import Stage, first_reason
 from datacurate.tokenizer import load_tokenizer
 
-TOKENS = "_tokens"  # engine-internal: the token ids of each document
 N_TOKENS = "n_tokens"
 TOKENS_TYPE = pa.large_list(pa.uint32())
 
