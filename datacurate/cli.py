@@ -13,7 +13,7 @@ import typing
 
 from datacurate import storage
 from datacurate.config import ConfigError, load_config
-from datacurate.engine.supervise import needs_supervisor, supervise
+from datacurate.engine.supervise import may_join, supervise
 from datacurate.errors import RunStopped, explain, stopped
 from datacurate.io import InputError
 from datacurate.storage import StorageError
@@ -373,10 +373,10 @@ def main(argv: list[str] | None = None) -> int:
         except (ValueError, OSError, AttributeError):  # stderr without a file descriptor (captured)
             pass
     args = build_parser().parse_args(argv)
-    address = needs_supervisor(args)
-    if address:  # joined to a cluster: a parent process reports its loss (engine/supervise.py)
-        return supervise(sys.argv[1:] if argv is None else list(argv), address)
     try:
+        address = _cluster_address(args)
+        if address:  # joined to a cluster: a parent process reports its loss (engine/supervise.py)
+            return supervise(sys.argv[1:] if argv is None else list(argv), address)
         return args.fn(args)
     except RunStopped as e:  # a run that had started: journaled, --resume continues it
         _say(str(e), args.debug)
@@ -393,6 +393,17 @@ def main(argv: list[str] | None = None) -> int:
             return RunStopped.exit_code
         _say(found[0], args.debug)
         return 2
+
+
+def _cluster_address(args) -> str | None:
+    """The Ray cluster this command will join: ``--ray-address``, ``$RAY_ADDRESS``, or a
+    pipeline's ``ray.address`` (YAML or ``--set``); None for an embedded Ray or none."""
+    if not may_join(args.command):
+        return None
+    address = getattr(args, "ray_address", None) or os.environ.get("RAY_ADDRESS")
+    if address or args.command != "run":
+        return address or None
+    return load_config(args.pipeline, args.set, input_path=args.input, output_path=args.output).ray.address
 
 
 def _say(line: str, debug: bool, log: bool = True) -> None:

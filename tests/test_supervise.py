@@ -40,3 +40,22 @@ def test_a_stopped_server_that_still_accepts_is_not_alive():
 def test_a_live_ray_gcs_answers(ray_session):
     address = ray_session.get_runtime_context().gcs_address
     assert answers(address) is True
+
+
+def test_every_way_of_naming_a_cluster_is_supervised(tmp_path, monkeypatch):
+    import yaml
+
+    from datacurate.cli import _cluster_address, build_parser
+
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    pipeline = tmp_path / "p.yaml"
+    pipeline.write_text(yaml.safe_dump({"input": "sample_data/corpus", "output": str(tmp_path / "o"),
+                                        "stages": [{"heuristics": {}}]}))
+    parse = build_parser().parse_args
+    assert _cluster_address(parse(["run", str(pipeline)])) is None  # an embedded Ray: nothing to watch
+    assert _cluster_address(parse(["run", str(pipeline), "--set", "ray.address=10.0.0.1:6379"])) == "10.0.0.1:6379"
+    assert _cluster_address(parse(["run", str(pipeline), "--ray-address", "10.0.0.2:6379"])) == "10.0.0.2:6379"
+    assert _cluster_address(parse(["train", "--shards", "s", "--output", "o", "--ray-address", "h:1"])) == "h:1"
+    monkeypatch.setenv("RAY_ADDRESS", "10.0.0.3:6379")  # as `ray job submit` sets it
+    assert _cluster_address(parse(["doremi", "--shards", "s", "--output", "o"])) == "10.0.0.3:6379"
+    assert _cluster_address(parse(["stages"])) is None

@@ -79,11 +79,9 @@ def announce(*addresses: str) -> bool:
     return True
 
 
-def needs_supervisor(args) -> str | None:
-    """The cluster address a command will join, or None (no cluster: no supervisor)."""
-    if os.environ.get(FD_ENV) or args.command not in ("run", "train", "doremi"):
-        return None
-    return getattr(args, "ray_address", None) or os.environ.get("RAY_ADDRESS") or None
+def may_join(command: str) -> bool:
+    """A command that may join a cluster, in a process no supervisor watches yet."""
+    return not os.environ.get(FD_ENV) and command in ("run", "train", "doremi")
 
 
 def _lost_line(address: str, why: str) -> str:
