@@ -43,7 +43,7 @@ class Explained(Exception):
         return next((todo for what, todo in _WHAT.values() if what in self.line), "")
 
 
-def guarded(fn, *args, **kwargs):
+def guarded(fn, /, *args, **kwargs):
     """``fn(*args, **kwargs)`` in a worker, its operational errors raised as :class:`Explained`
     (also those of the batches it yields, when it is a generator)."""
     try:
