@@ -71,6 +71,8 @@ class UrlFilterConfig:
         for p in self.blocklist:
             if not Path(p).exists():
                 raise ValueError(f"blocklist: no such file or directory: {p}")
+        # absolute, as read where the driver started: Ray workers need not share its working directory
+        self.blocklist = [str(Path(p).resolve()) for p in self.blocklist]
 
 
 def normalise_hosts(hosts: pa.Array) -> pa.Array:

@@ -154,3 +154,12 @@ def test_runs_before_tokenize_only(tmp_path):
     p.write_text("input: x.jsonl\nstages:\n  - tokenize: {}\n  - pii: {}\n")
     with pytest.raises(ConfigError):
         load_config(p)
+
+
+def test_report_shows_counts_per_kind(stage):
+    from datacurate.report import pii_section
+
+    out = stage(pa.table({"text": pa.array(["a@example.com b@example.com", "8.8.8.8"], pa.large_string())}))
+    html = pii_section({"stages": {"pii": {"metrics": stage.metrics(out)}}})
+    assert "PII redacted" in html and "<td>email</td><td>2</td><td>1</td>" in html
+    assert pii_section({"stages": {}}) == ""
