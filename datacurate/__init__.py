@@ -8,6 +8,8 @@ _LAZY = {
     "Heuristics": "datacurate.stages.heuristics",
     "Quality": "datacurate.stages.quality",
     "Toxicity": "datacurate.stages.toxicity",
+    "Pii": "datacurate.stages.pii",
+    "UrlFilter": "datacurate.stages.url_filter",
     "ExactDedup": "datacurate.stages.dedup_exact",
     "NearDedup": "datacurate.stages.dedup_near",
     "Dsir": "datacurate.stages.dsir",

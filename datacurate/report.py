@@ -496,6 +496,16 @@ def dedup_section(scan: Scan, stats: dict) -> str:
                     _table(["metric", "value"], [[k, m[k]] for k in keys if k in m]))
 
 
+def pii_section(stats: dict) -> str:
+    m = ((stats.get("stages", {}).get("pii") or {}).get("metrics") or {}).get("pii") or {}
+    if not m:
+        return ""
+    rows = [[kind, v.get("matches", 0), v.get("docs", 0)] for kind, v in m.items()]
+    return _section("PII redacted (in the documents the pii stage saw)",
+                    hbars("pii: matches replaced, by kind", [(k, [n]) for k, n, _ in rows], ["matches"]),
+                    _table(["kind", "matches replaced", "documents"], rows))
+
+
 def dsir_section(stats: dict) -> str:
     m = (stats.get("stages", {}).get("dsir") or {}).get("metrics") or {}
     if "kl_target_raw" not in m:
@@ -623,8 +633,8 @@ def write_report(out_dir: str, train_dir: str | None = None, path: str | None = 
     samples = sample_rejects(out_dir, wanted)
     models = find_training(out_dir, config, train_dir)
     sections = [funnel_section(stats, scan, manifest), rejects_section(stats, samples),
-                scores_section(scan, stage_cfgs, stats), mix_section(scan), dedup_section(scan, stats),
-                dsir_section(stats), shards_section(shards_dir, manifest)]
+                scores_section(scan, stage_cfgs, stats), pii_section(stats), mix_section(scan),
+                dedup_section(scan, stats), dsir_section(stats), shards_section(shards_dir, manifest)]
     if "train" in models:
         sections.append(train_section("Training", models["train"]))
     if "doremi" in models:

@@ -7,13 +7,16 @@ from datacurate.stages.dedup_near import NearDedup, NearDedupConfig
 from datacurate.stages.dsir import Dsir, DsirConfig
 from datacurate.stages.heuristics import Heuristics, HeuristicsConfig
 from datacurate.stages.langid import LangId, LangIdConfig
+from datacurate.stages.pii import Pii, PiiConfig
 from datacurate.stages.quality import Quality, QualityConfig
 from datacurate.stages.tokenize import Tokenize, TokenizeConfig
 from datacurate.stages.toxicity import Toxicity, ToxicityConfig
+from datacurate.stages.url_filter import UrlFilter, UrlFilterConfig
 
-STAGES: dict[str, type[Stage]] = {cls.name: cls for cls in (LangId, Heuristics, Quality, Toxicity, ExactDedup, NearDedup,
-                                                              Dsir, Tokenize, Decompose)}
+STAGES: dict[str, type[Stage]] = {cls.name: cls for cls in (UrlFilter, LangId, Heuristics, Quality, Toxicity, Pii,
+                                                              ExactDedup, NearDedup, Dsir, Tokenize, Decompose)}
 
 __all__ = ["STAGES", "Stage", "GlobalStage", "ExactDedup", "ExactDedupConfig", "NearDedup", "NearDedupConfig", "Dsir",
            "DsirConfig", "LangId", "LangIdConfig", "Heuristics", "HeuristicsConfig", "Quality", "QualityConfig",
-           "Toxicity", "ToxicityConfig", "Tokenize", "TokenizeConfig", "Decompose", "DecomposeConfig"]
+           "Toxicity", "ToxicityConfig", "Tokenize", "TokenizeConfig", "Decompose", "DecomposeConfig", "Pii", "PiiConfig",
+           "UrlFilter", "UrlFilterConfig"]
