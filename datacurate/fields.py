@@ -204,3 +204,22 @@ def conform(path: str, target: pa.Schema, compression: str = "zstd") -> None:
             col = to_json(col).storage
         cols.append(col.cast(f.type))
     storage.write_parquet(pa.Table.from_arrays(cols, schema=target), path, compression)
+
+
+def string_values(col: pa.Array | pa.ChunkedArray) -> tuple[pa.Array, "np.ndarray"]:
+    """A user field as a stage that wants text reads it: (strings, not_a_string mask).
+
+    A string column is itself. A JSON-text column (records that mixed kinds, e.g. a URL
+    here and a number there) gives its JSON strings decoded and null elsewhere; its
+    numbers, lists and objects, like every value of a non-string column, are flagged."""
+    import numpy as np
+
+    col = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
+        return col, np.zeros(len(col), dtype=bool)
+    if col.type != JSON:
+        return pa.nulls(len(col), pa.string()), np.asarray(pc.is_valid(col))
+    text = col.storage
+    is_str = pc.fill_null(pc.starts_with(text, '"'), False)
+    values = [orjson.loads(t) if s else None for t, s in zip(text.to_pylist(), is_str.to_pylist())]
+    return pa.array(values, pa.string()), np.asarray(pc.is_valid(text)) & ~np.asarray(is_str)

@@ -45,6 +45,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from datacurate import fields
 from datacurate.coerce import ConfigError
 from datacurate.stages.base import Stage
 
@@ -216,12 +217,10 @@ class UrlFilter(Stage):
         col = table.column(self.config.url_field) if self.config.url_field in table.column_names else None
         if col is None or pa.types.is_null(col.type):
             missing = np.ones(n, dtype=bool)
-        elif not (pa.types.is_string(col.type) or pa.types.is_large_string(col.type)):
-            missing = np.asarray(pc.is_null(col))  # numbers, lists, mappings: not a URL
-            out[~missing] = BAD_URL
         else:
-            col = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
-            missing = np.asarray(pc.fill_null(pc.equal(pc.utf8_trim_whitespace(col), ""), True))
+            col, not_a_string = fields.string_values(col)  # numbers, lists, mappings: not a URL
+            out[not_a_string] = BAD_URL
+            missing = np.asarray(pc.fill_null(pc.equal(pc.utf8_trim_whitespace(col), ""), True)) & ~not_a_string
             host, rest = split_urls(col)
             host = normalise_hosts(host)
             out[np.asarray(pc.is_null(host)) & ~missing] = BAD_URL
