@@ -71,7 +71,7 @@ def cmd_run(args) -> int:
     print(format_funnel(report))
     outs = [f"{cfg.output.path}/kept", f"{cfg.output.path}/rejected", f"{cfg.output.path}/stats.json"]
     for st in report["stages"].values():  # what global stages wrote: shard sets, saved filters
-        outs += [_shown(str(st.get("metrics", {})[k])) for k in ("shards", "filter_saved_to") if k in st.get("metrics", {})]
+        outs += [_shown(str(st.get("metrics", {})[k])) for k in ("shards", "filter_saved_to", "exported_to") if k in st.get("metrics", {})]
     if cfg.doremi is not None:
         print("doremi: domain weights " + "  ".join(f"{k} {v:.3f}" for k, v in report["doremi"].items()))
         outs.append(f"{cfg.doremi.output}/domain_weights.json")

@@ -5,6 +5,7 @@ from datacurate.stages.decompose import Decompose, DecomposeConfig
 from datacurate.stages.dedup_exact import ExactDedup, ExactDedupConfig
 from datacurate.stages.dedup_near import NearDedup, NearDedupConfig
 from datacurate.stages.dsir import Dsir, DsirConfig
+from datacurate.stages.export_tokens import ExportTokens, ExportTokensConfig
 from datacurate.stages.heuristics import Heuristics, HeuristicsConfig
 from datacurate.stages.langid import LangId, LangIdConfig
 from datacurate.stages.quality import Quality, QualityConfig
@@ -12,8 +13,9 @@ from datacurate.stages.tokenize import Tokenize, TokenizeConfig
 from datacurate.stages.toxicity import Toxicity, ToxicityConfig
 
 STAGES: dict[str, type[Stage]] = {cls.name: cls for cls in (LangId, Heuristics, Quality, Toxicity, ExactDedup, NearDedup,
-                                                              Dsir, Tokenize, Decompose)}
+                                                              Dsir, Tokenize, Decompose, ExportTokens)}
 
 __all__ = ["STAGES", "Stage", "GlobalStage", "ExactDedup", "ExactDedupConfig", "NearDedup", "NearDedupConfig", "Dsir",
            "DsirConfig", "LangId", "LangIdConfig", "Heuristics", "HeuristicsConfig", "Quality", "QualityConfig",
-           "Toxicity", "ToxicityConfig", "Tokenize", "TokenizeConfig", "Decompose", "DecomposeConfig"]
+           "Toxicity", "ToxicityConfig", "Tokenize", "TokenizeConfig", "Decompose", "DecomposeConfig",
+           "ExportTokens", "ExportTokensConfig"]
