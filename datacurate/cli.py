@@ -71,7 +71,7 @@ def cmd_run(args) -> int:
     print(format_funnel(report))
     outs = [f"{cfg.output.path}/kept", f"{cfg.output.path}/rejected", f"{cfg.output.path}/stats.json"]
     for st in report["stages"].values():  # what global stages wrote: shard sets, saved filters
-        outs += [_shown(str(st.get("metrics", {})[k])) for k in ("shards", "filter_saved_to") if k in st.get("metrics", {})]
+        outs += [_shown(str(st.get("metrics", {})[k])) for k in ("shards", "filter_saved_to", "exported_to") if k in st.get("metrics", {})]
     if cfg.doremi is not None:
         print("doremi: domain weights " + "  ".join(f"{k} {v:.3f}" for k, v in report["doremi"].items()))
         outs.append(f"{cfg.doremi.output}/domain_weights.json")
@@ -267,6 +267,16 @@ def cmd_score_tokens(args) -> int:
     return 0
 
 
+def cmd_export(args) -> int:
+    from datacurate.train.export import export_model
+
+    res = export_model(args.checkpoint, args.output, args.format, tokenizer=args.tokenizer, overwrite=args.overwrite)
+    print(f"exported {res['checkpoint']} (step {res['step']}, {res['parameters']:,} parameters) -> {res['output']}")
+    print(f"open it with transformers.AutoModelForCausalLM.from_pretrained({res['output']!r}) "
+          "and AutoTokenizer.from_pretrained(...)")
+    return 0
+
+
 def _model_command(sub, name: str, fn, help: str, config_help: str, output_help: str, set_help: str) -> None:
     """``train`` and ``doremi`` take the same arguments."""
     c = sub.add_parser(name, help=help)
@@ -351,6 +361,14 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     ev.add_argument("--output", help="JSON to write (default: CHECKPOINT/eval.json)")
     ev.set_defaults(fn=cmd_eval)
+    ex = sub.add_parser("export", help="a checkpoint as a Hugging Face model directory (GPT-2 architecture, "
+                                       "safetensors, tokenizer)")
+    ex.add_argument("checkpoint", help="checkpoint dir, RUN/checkpoints/latest, a training or DoReMi reference/proxy dir")
+    ex.add_argument("--output", required=True, help="directory to write (created; refused if not empty)")
+    ex.add_argument("--format", default="hf", help="hf (the only one)")
+    ex.add_argument("--tokenizer", help="tokenizer.json (default: the one in the checkpoint's shard directory)")
+    ex.add_argument("--overwrite", action="store_true", help="replace a non-empty --output")
+    ex.set_defaults(fn=cmd_export)
     sc = sub.add_parser("score-tokens", help="RHO-1: write reference per-token losses beside the shards")
     sc.add_argument("checkpoint", help="the reference checkpoint")
     sc.add_argument("--shards", required=True)

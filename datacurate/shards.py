@@ -114,7 +114,8 @@ def manifest_order(pieces: list[dict]) -> list[dict]:
     return sorted(pieces, key=lambda p: (p["seq_len"], p["tokens"]))
 
 
-def _copy(src, dst, nbytes: int, digest) -> None:
+def copy_bytes(src, dst, nbytes: int, digest) -> None:
+    """``nbytes`` from ``src`` to ``dst`` in bounded reads, hashed into ``digest`` on the way."""
     while nbytes:
         chunk = src.read(min(nbytes, COPY_BUFFER))
         if not chunk:
@@ -156,7 +157,7 @@ def _compact_bucket(root: str, seq_len: int, pieces: list[dict], target_bytes: i
                     lo, hi = max(a, starts[j]), min(b, starts[j + 1])
                     with storage.open_input(storage.join(root, pieces[j][key])) as src:
                         src.seek(int(lo - starts[j]) * w)
-                        _copy(src, dst, int(hi - lo) * w, digest)
+                        copy_bytes(src, dst, int(hi - lo) * w, digest)
             entry[f"{key}_xxh3"] = digest.hexdigest()
         entries.append(entry)
     return entries

@@ -137,3 +137,24 @@ def iter_texts(paths: list[str], batch_rows: int = 2048) -> Iterator[list[str]]:
             ok = table.filter(pc.is_null(table.column(REJECT_REASON)))
             if ok.num_rows:
                 yield ok.column(TEXT).to_pylist()
+
+
+def hf_tokenizer_files(info: TokenizerInfo, model_max_length: Optional[int] = None) -> dict[str, bytes]:
+    """The files with which ``transformers.AutoTokenizer.from_pretrained(dir)`` opens this
+    tokenizer as a ``PreTrainedTokenizerFast``: ``tokenizer.json`` (the file itself) and a
+    ``tokenizer_config.json`` naming the special tokens. No BOS in the vocabulary: the EOS
+    stands in, as in GPT-2, where ``<|endoftext|>`` is both."""
+    import json
+
+    special = {"eos_token": info.eos_token, "bos_token": info.bos_token or info.eos_token}
+    if info.unk_id is not None:
+        from tokenizers import Tokenizer
+
+        special["unk_token"] = Tokenizer.from_file(info.path).id_to_token(info.unk_id)
+    config = {"tokenizer_class": "PreTrainedTokenizerFast", **special, "add_bos_token": False,
+              "add_eos_token": False, "clean_up_tokenization_spaces": False}
+    if model_max_length:
+        config["model_max_length"] = model_max_length
+    return {"tokenizer.json": storage.read_bytes(info.path),
+            "tokenizer_config.json": json.dumps(config, indent=2).encode(),
+            "special_tokens_map.json": json.dumps(special, indent=2).encode()}

@@ -150,7 +150,7 @@ def _finish(table: pa.Table, stages: Sequence[Stage], seg: Segment, cfg: Pipelin
     """Run the segment's map stages on ``table`` and write its parts."""
     for stage in stages:
         table, st = apply_stage(stage, table)
-        merge(stats["stages"], {stage.name: st})
+        merge(stats["stages"], {stage.stats_key(stage.config): st})
     t0 = time.perf_counter()
     out = cfg.output.path
     name = f"s{seg.index}-{part_name(table.column(ORD)[0].as_py())}"
@@ -226,6 +226,6 @@ def curate_work_file(path: str, cfg: PipelineConfig, seg: Segment, global_stage:
         table = table.append_column(name, pa.nulls(table.num_rows, typ))
     decisions = load_decisions(decisions_dir(cfg.output.path, seg.index), path, global_stage)
     table, st = apply_stage(global_stage, table, decisions)
-    merge(stats["stages"], {global_stage.name: st})
+    merge(stats["stages"], {global_stage.stats_key(global_stage.config): st})
     _finish(table, stages, seg, cfg, stats)
     return stats

@@ -72,7 +72,10 @@ def check_output(cfg: PipelineConfig) -> None:
 
 def _remote_outputs(cfg: PipelineConfig) -> list[str]:
     """The ``s3://`` places a run writes: OUT, and a decompose, train or doremi output."""
-    urls = [cfg.output.path] + [s.config.output for s in cfg.stages if s.name == "decompose"]
+    from datacurate.stages import STAGES
+
+    keys = [(s, STAGES[s.name].output_key) for s in cfg.stages]
+    urls = [cfg.output.path] + [getattr(s.config, k) for s, k in keys if k and getattr(s.config, k)]
     urls += [sec.output for sec in (cfg.train, cfg.doremi) if sec is not None]
     return [u for u in urls if storage.is_remote(u)]
 
@@ -289,13 +292,13 @@ def _curate(cfg: PipelineConfig, tasks, journal: Journal, staging: str, show: bo
     try:
         for seg in segments:
             later = [s.global_before.name for s in segments[seg.index + 1:]]
-            names = [s.name for s in seg.maps]
+            names = [stats_key(s) for s in seg.maps]
             if seg.global_before is None:
                 items = [(f"t{t.index:06d}", json.dumps(t.to_dict())) for t in tasks]
                 sizes = {f"t{t.index:06d}": t.size for t in tasks}
             else:
                 spec = seg.global_before
-                names = [spec.name] + names
+                names = [stats_key(spec)] + names
                 info = journal.get(f"g{seg.index}", "done")
                 if info is None:
                     if show:
@@ -320,7 +323,7 @@ def _curate(cfg: PipelineConfig, tasks, journal: Journal, staging: str, show: bo
                     log(f"[datacurate] resume: {spec.name}: skipped 1 of 1 global stages done before")
                     skipped += 1
                     total += 1
-                global_info[spec.name] = info
+                global_info[stats_key(spec)] = info
                 listed = storage.sizes(work_dir(staging, seg.index - 1), ".parquet")
                 items = [(posixpath.basename(p), p) for p in listed]
                 sizes = {posixpath.basename(p): n for p, n in listed.items()}
@@ -347,10 +350,17 @@ def _curate(cfg: PipelineConfig, tasks, journal: Journal, staging: str, show: bo
         st = tracker.stats.setdefault("stages", {}).setdefault(name, {"in": 0, "kept": 0, "rejected": {}, "seconds": 0.0})
         st["seconds"] = st.get("seconds", 0.0) + info["phase_seconds"]
         merge(st.setdefault("metrics", {}), info["metrics"])
-    rep = finalize(tracker.stats, [INPUT_STAGE] + [s.name for s in cfg.stages], time.perf_counter() - t0)
+    rep = finalize(tracker.stats, [INPUT_STAGE] + [stats_key(s) for s in cfg.stages], time.perf_counter() - t0)
     if not rep["totals"]["accounted"]:
         raise RuntimeError(f"accounting mismatch: {rep['totals']}")
     return rep
+
+
+def stats_key(spec) -> str:
+    """A stage's key in stats.json (its name; two exports in one pipeline differ)."""
+    from datacurate.stages import STAGES
+
+    return STAGES[spec.name].stats_key(spec.config)
 
 
 def _write_stats(cfg: PipelineConfig, report: dict) -> None:

@@ -5,6 +5,7 @@ from datacurate.stages.decompose import Decompose, DecomposeConfig
 from datacurate.stages.dedup_exact import ExactDedup, ExactDedupConfig
 from datacurate.stages.dedup_near import NearDedup, NearDedupConfig
 from datacurate.stages.dsir import Dsir, DsirConfig
+from datacurate.stages.export_tokens import ExportTokens, ExportTokensConfig
 from datacurate.stages.heuristics import Heuristics, HeuristicsConfig
 from datacurate.stages.langid import LangId, LangIdConfig
 from datacurate.stages.pii import Pii, PiiConfig
@@ -14,9 +15,10 @@ from datacurate.stages.toxicity import Toxicity, ToxicityConfig
 from datacurate.stages.url_filter import UrlFilter, UrlFilterConfig
 
 STAGES: dict[str, type[Stage]] = {cls.name: cls for cls in (UrlFilter, LangId, Heuristics, Quality, Toxicity, Pii,
-                                                              ExactDedup, NearDedup, Dsir, Tokenize, Decompose)}
+                                                              ExactDedup, NearDedup, Dsir, Tokenize, Decompose,
+                                                              ExportTokens)}
 
 __all__ = ["STAGES", "Stage", "GlobalStage", "ExactDedup", "ExactDedupConfig", "NearDedup", "NearDedupConfig", "Dsir",
            "DsirConfig", "LangId", "LangIdConfig", "Heuristics", "HeuristicsConfig", "Quality", "QualityConfig",
            "Toxicity", "ToxicityConfig", "Tokenize", "TokenizeConfig", "Decompose", "DecomposeConfig", "Pii", "PiiConfig",
-           "UrlFilter", "UrlFilterConfig"]
+           "UrlFilter", "UrlFilterConfig", "ExportTokens", "ExportTokensConfig"]

@@ -10,7 +10,7 @@ lives in one place. Stages do not import Ray and run anywhere.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Optional
 
 import numpy as np
 import pyarrow as pa
@@ -25,6 +25,13 @@ class Stage:
     Config: ClassVar[type]
     columns: ClassVar[dict[str, pa.DataType]] = {}
     requires: ClassVar[tuple[str, ...]] = ()  # stages that must run earlier in the pipeline
+    output_key: ClassVar[Optional[str]] = None  # the config key naming a directory the stage writes (s3:// checked)
+
+    @classmethod
+    def stats_key(cls, config: Any) -> str:
+        """This stage's key in stats.json: its name, unless a stage that may appear twice
+        in one pipeline (two exports) tells its instances apart."""
+        return cls.name
 
     @classmethod
     def rewrites_text(cls, config: Any) -> bool:

@@ -234,6 +234,7 @@ class Decompose(GlobalStage):
     requires = ("tokenize",)
     writes_shards = True  # a train: section reads its output by default
     default_outputs = ("shards",)  # under OUT, replaced by each run
+    output_key = "output"
 
     def __init__(self, config=None, **params):
         super().__init__(config, **params)
