@@ -172,3 +172,36 @@ def test_bad_input_is_one_line(tmp_path, capsys):
     raw["stages"] = raw["stages"][2:]
     p.write_text(yaml.safe_dump(raw))
     assert "needs a 'tokenize' stage before it" in _error(capsys, ["run", str(p)])
+
+
+def test_exports_to_s3_equal_the_local_ones(ray_session, s3_server, tmp_path):
+    """``path: s3://...``: the same files, byte for byte, as a local export; megatron-core
+    and ``datasets`` read the downloaded copies."""
+    from tests import s3
+
+    s3.make_bucket("exports")
+
+    def run(where: str, out) -> None:
+        raw = {"input": {"path": [str(CORPUS / "news.jsonl")], "chunk_bytes": 300_000}, "output": str(out),
+               "ray": {"num_cpus": 2, "small_input_docs": 0, "progress": False},
+               "stages": [{"tokenize": {}},
+                          {"export_tokens": {"format": "megatron", "path": f"{where}/megatron"}},
+                          {"export_tokens": {"format": "hf", "path": f"{where}/hf"}}]}
+        run_pipeline(load_config(raw), report=False)
+
+    run(str(tmp_path / "local"), tmp_path / "out-local")
+    run("s3://exports/run", tmp_path / "out-s3")
+    got = tmp_path / "got"
+    for key in [k for k in s3.keys("s3://exports/run") if not k.endswith("/")]:  # not a directory marker
+        target = got / key.removeprefix("run/")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(s3.get(f"s3://exports/{key}"))
+    local = tmp_path / "local"
+    same = {k: v for k, v in tree_digest(got).items() if not k.endswith("export.json")}  # it names its paths
+    assert same == {k: v for k, v in tree_digest(local).items() if not k.endswith("export.json")}
+    man = json.loads((got / "megatron" / "export.json").read_text())
+    assert man["prefixes"] == json.loads((local / "megatron" / "export.json").read_text())["prefixes"]
+    for name, entry in man["prefixes"].items():
+        assert len(indexed_dataset.IndexedDataset(str(got / "megatron" / name))) == entry["documents"]
+    ds = datasets.load_dataset("parquet", data_dir=str(got / "hf" / "data"), split="train")
+    assert ds.num_rows == sum(e["documents"] for e in man["prefixes"].values())
