@@ -38,7 +38,8 @@ record), saved as ``.npy`` under the run's work directory and memory-mapped by e
 worker (one copy in the page cache per machine), plus a 2^k-bit bitmap each worker
 builds on load. A dozen common benchmarks (MMLU, HellaSwag, ARC, GSM8K, TriviaQA,
 BoolQ, PIQA, WinoGrande, HumanEval, MBPP, ...: ~100k records of 10-300 words) make a
-few million 13-grams: 3 M n-grams hold 36 MB of index and a 16 MB bitmap.
+few million 13-grams (an estimate from their sizes, not a measurement): 3 M n-grams hold 36 MB
+of index and an 8 MB bitmap.
 
 Outputs ``OUT/decontamination.json``, the leak report: per benchmark, its records and
 n-grams, how many records were found in the corpus and by how many documents (a
