@@ -26,8 +26,9 @@ domain or URL); ``url_filter/bad_url`` for a value that is not a string or has n
 host; ``url_filter/missing`` for a missing or empty URL with ``missing: reject`` (by
 default such documents pass, as do all when the batch has no ``url_field`` column).
 
-Cost: URLs are parsed for the whole batch by one RE2 regex (Arrow); the lookup is a
-Python loop of dict probes, one per host suffix (about 1 us each). The lists are held
+Cost: URLs are parsed for the whole batch by one RE2 regex (Arrow); the domain lookup is
+dict probes, one per host suffix (about 1 us each), once per distinct host of the batch
+(a crawl repeats its hosts), and URL entries are probed only for hosts that have some. The lists are held
 as a dict from domain to category index in every worker: about 100 bytes per domain,
 ~400 MB for the whole of UT1, loaded in a few seconds; a run on a few categories holds
 only those.
