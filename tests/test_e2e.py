@@ -121,6 +121,15 @@ def test_sample_stage_accounting(sample_run):
     assert len(stages["langid"]["metrics"]["lang"]) > 5
 
 
+def test_sample_decontamination_report(sample_run):
+    """The shipped benchmark quotes four sample documents; the leak report names them."""
+    cfg, report, out = sample_run
+    leak = json.loads((out / "decontamination.json").read_text())["benchmarks"]["brown_reading"]
+    st = report["stages"]["decontaminate"]
+    assert leak["records"] == 8 and 1 <= leak["records_found"] <= 4 and leak["documents"] == st["rejected_total"]
+    assert set(leak["found"]) <= {"brown-rc-01", "brown-rc-02", "brown-rc-04", "brown-rc-05"}
+
+
 def test_sample_dsir_selects_target_like_text(sample_run):
     _, report, out = sample_run
     st = report["stages"]["dsir"]

@@ -2,6 +2,7 @@
 
 from datacurate.stages.base import GlobalStage, Stage
 from datacurate.stages.decompose import Decompose, DecomposeConfig
+from datacurate.stages.decontaminate import Decontaminate, DecontaminateConfig
 from datacurate.stages.dedup_exact import ExactDedup, ExactDedupConfig
 from datacurate.stages.dedup_near import NearDedup, NearDedupConfig
 from datacurate.stages.dsir import Dsir, DsirConfig
@@ -15,10 +16,11 @@ from datacurate.stages.toxicity import Toxicity, ToxicityConfig
 from datacurate.stages.url_filter import UrlFilter, UrlFilterConfig
 
 STAGES: dict[str, type[Stage]] = {cls.name: cls for cls in (UrlFilter, LangId, Heuristics, Quality, Toxicity, Pii,
+                                                              Decontaminate,
                                                               ExactDedup, NearDedup, Dsir, Tokenize, Decompose,
                                                               ExportTokens)}
 
 __all__ = ["STAGES", "Stage", "GlobalStage", "ExactDedup", "ExactDedupConfig", "NearDedup", "NearDedupConfig", "Dsir",
            "DsirConfig", "LangId", "LangIdConfig", "Heuristics", "HeuristicsConfig", "Quality", "QualityConfig",
            "Toxicity", "ToxicityConfig", "Tokenize", "TokenizeConfig", "Decompose", "DecomposeConfig", "Pii", "PiiConfig",
-           "UrlFilter", "UrlFilterConfig", "ExportTokens", "ExportTokensConfig"]
+           "UrlFilter", "UrlFilterConfig", "Decontaminate", "DecontaminateConfig", "ExportTokens", "ExportTokensConfig"]

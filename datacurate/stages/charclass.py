@@ -157,3 +157,18 @@ def spaced(t: pa.Array | pa.ChunkedArray, marks: RegexClass, spaces: RegexClass)
         return out, pos[off]
 
     return _by_runs(t, run)
+
+
+def removed(t: pa.Array | pa.ChunkedArray, cls: RegexClass) -> pa.LargeStringArray:
+    """Every ``cls`` character deleted: ``replace_substring_regex(t, "cls", "")``, by one
+    boolean mask over the UTF-8 buffer (a kept byte's new place is a prefix sum)."""
+
+    def run(raw, off):
+        drop, lead, size, multi = _members(raw, cls)
+        for k in (1, 2, 3):  # the other bytes of a dropped multi-byte character
+            drop[lead[multi & (k < size)] + k] = True
+        pos = np.zeros(len(raw) + 1, dtype=np.int64)
+        np.cumsum(~drop, out=pos[1:])
+        return raw[~drop], pos[off]
+
+    return _by_runs(t, run)

@@ -244,6 +244,19 @@ def signatures(texts: pa.Array, num_perm: int, ngram: int, seed: int) -> np.ndar
     return np.concatenate(out)
 
 
+def spans_by_runs(t: pa.LargeStringArray, spans) -> tuple[np.ndarray, np.ndarray]:
+    """``spans(texts) -> (hashes, (N+1,) offsets)`` (such as :func:`_words`) over runs of
+    ~2 MB of ``t``, joined: the work arrays stay bounded whatever the batch size."""
+    cuts = _chunks(np.asarray(pc.binary_length(t), dtype=np.int64), _CHUNK_BYTES)
+    hashes, offsets, base = [np.zeros(0, np.uint64)], [np.zeros(1, np.int64)], 0
+    for lo, hi in zip(cuts[:-1], cuts[1:]):
+        h, o = spans(t.slice(lo, hi - lo))
+        hashes.append(h)
+        offsets.append(o[1:] + base)
+        base += len(h)
+    return np.concatenate(hashes), np.concatenate(offsets)
+
+
 def _chunks(sizes: np.ndarray, limit: int) -> list[int]:
     """Document boundaries cutting ``sizes`` into runs of about ``limit`` (>= 1 doc each)."""
     cum = np.cumsum(sizes)

@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from datacurate.stages.minhash import _CHUNK_BYTES, _chunks, code_points, span_hashes, utf8_buffer
+from datacurate.stages.minhash import code_points, span_hashes, spans_by_runs, utf8_buffer
 from datacurate.stages.textstats import mix
 
 SPACE, WORD, PUNCT = 0, 1, 2
@@ -101,15 +101,7 @@ def tokenize(texts: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     """Lowercased word-punct token hashes and (D+1,) offsets, in runs of ~2 MB of text."""
     if isinstance(texts, pa.ChunkedArray):
         texts = texts.combine_chunks()
-    t = pc.utf8_lower(pc.fill_null(texts, "")).cast(pa.large_string())
-    cuts = _chunks(np.asarray(pc.binary_length(t), dtype=np.int64), _CHUNK_BYTES)
-    hashes, offsets, base = [np.zeros(0, np.uint64)], [np.zeros(1, np.int64)], 0
-    for lo, hi in zip(cuts[:-1], cuts[1:]):
-        h, o = _tokens(t.slice(lo, hi - lo))
-        hashes.append(h)
-        offsets.append(o[1:] + base)
-        base += len(h)
-    return np.concatenate(hashes), np.concatenate(offsets)
+    return spans_by_runs(pc.utf8_lower(pc.fill_null(texts, "")).cast(pa.large_string()), _tokens)
 
 
 def features(texts: pa.Array, num_buckets: int, ngrams: int = 2, docs: Optional[np.ndarray] = None) -> Features:
