@@ -142,7 +142,7 @@ def load_ablation_config(source: str | dict, overrides: list[str] | None = None)
     raw = copy.deepcopy(source) if isinstance(source, dict) else read_yaml(source, "ablation")
     for item in overrides or []:
         _override(raw, item)
-    cfg = from_dict(AblationConfig, raw, "")
+    cfg = from_dict(AblationConfig, raw, "ablation")
     for name in cfg.arms:  # every arm's pipeline and training config, checked before any work
         arm_train_config(cfg, name, arm_pipeline(cfg, name), 0)
     return cfg

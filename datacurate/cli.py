@@ -107,8 +107,11 @@ def cmd_stats(args) -> int:
 
 
 def cmd_report(args) -> int:
-    from datacurate.report import write_report
+    from datacurate.report import write_ablation_report, write_report
 
+    if storage.isfile(storage.join(args.output, "ablation.json")):  # a datacurate ablate output
+        print(f"written: {write_ablation_report(args.output, path=args.out)}")
+        return 0
     if not any(storage.exists(storage.join(args.output, p)) for p in ("stats.json", "kept", "rejected")):
         raise InputError(f"no stats.json, kept/ or rejected/ in {args.output} (is it a datacurate output directory?)")
     if args.train and not storage.isdir(args.train):

@@ -34,10 +34,11 @@ def junk_doc(rng: random.Random, words: list[str], i: int) -> str:
     return "\n".join(rng.choice(BOILERPLATE) for _ in range(rng.randint(60, 120)))  # boilerplate lines
 
 
-def write_corpus(path, seed: int = 0, domain: str = "news") -> int:
-    """Prose of ``domain`` plus as many bytes of junk, shuffled; returns the document count."""
+def write_corpus(path, seed: int = 0, domain: str = "news", n_prose: int | None = None) -> int:
+    """The first ``n_prose`` documents of ``domain`` plus as many bytes of junk, shuffled;
+    returns the document count."""
     rng = random.Random(seed)
-    docs = prose(domain)
+    docs = prose(domain)[:n_prose]
     words = [w for d in docs[:20] for w in d["text"].split()]
     budget = sum(len(d["text"]) for d in docs)
     junk, size = [], 0
