@@ -107,8 +107,11 @@ def cmd_stats(args) -> int:
 
 
 def cmd_report(args) -> int:
-    from datacurate.report import write_report
+    from datacurate.report import write_ablation_report, write_report
 
+    if storage.isfile(storage.join(args.output, "ablation.json")):  # a datacurate ablate output
+        print(f"written: {write_ablation_report(args.output, path=args.out)}")
+        return 0
     if not any(storage.exists(storage.join(args.output, p)) for p in ("stats.json", "kept", "rejected")):
         raise InputError(f"no stats.json, kept/ or rejected/ in {args.output} (is it a datacurate output directory?)")
     if args.train and not storage.isdir(args.train):
@@ -277,6 +280,20 @@ def cmd_export(args) -> int:
     return 0
 
 
+def cmd_ablate(args) -> int:
+    from datacurate.ablation_config import load_ablation_config
+    from datacurate.engine.ablate import format_table, run_ablation
+
+    cfg = load_ablation_config(args.ablation, args.set)
+    if args.output:
+        cfg.output = args.output
+    summary = run_ablation(cfg, resume=args.resume, report=not args.no_report)
+    print(format_table(summary))
+    print(f"outputs: {cfg.output}/ablation.json" + ("" if args.no_report else f", {cfg.output}/report.html")
+          + f", {cfg.output}/<arm>/curated, {cfg.output}/<arm>/seed-<k>")
+    return 0
+
+
 def _model_command(sub, name: str, fn, help: str, config_help: str, output_help: str, set_help: str) -> None:
     """``train`` and ``doremi`` take the same arguments."""
     c = sub.add_parser(name, help=help)
@@ -355,6 +372,16 @@ def build_parser() -> argparse.ArgumentParser:
                    "YAML with the train keys plus a doremi: section",
                    "output directory: domain_weights.json, weights.jsonl, reference/, proxy/",
                    "e.g. doremi.proxy_steps=500, doremi.eta=1, doremi.reference_weights=w.json, model.preset=124m")
+    ab = sub.add_parser("ablate", help="compare data recipes at a fixed training budget: curate each arm, train "
+                                       "it per seed, evaluate, report mean and CI per arm and the paired difference")
+    ab.add_argument("ablation", help="ablation YAML (input, output, arms, baseline, budget, eval)")
+    ab.add_argument("--output", help="output directory (overrides the YAML)")
+    ab.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="override a key, e.g. budget.tokens=200000, budget.seeds=5, arms.b.train.data.curriculum=uniform")
+    ab.add_argument("--resume", action="store_true", help="continue an interrupted ablation in OUT: finished arms "
+                                                          "and seeds are not redone")
+    ab.add_argument("--no-report", action="store_true", help="do not write OUT/report.html")
+    ab.set_defaults(fn=cmd_ablate)
     ev = sub.add_parser("eval", help="per-domain loss of a checkpoint on every sequence of a shard set")
     ev.add_argument("checkpoint", help="checkpoint dir, RUN/checkpoints/latest or a training output dir")
     ev.add_argument("--shards", required=True)
@@ -406,7 +433,7 @@ def main(argv: list[str] | None = None) -> int:
         found = explain(e)
         if found is None:
             raise
-        if args.command in ("train", "doremi"):  # checkpointed: --resume continues
+        if args.command in ("train", "doremi", "ablate"):  # checkpointed: --resume continues
             _say(str(stopped(e, args.command)), args.debug)
             return RunStopped.exit_code
         _say(found[0], args.debug)

@@ -1,0 +1,229 @@
+"""Typed configuration of ``datacurate ablate``: which recipes, which budget, which evals.
+
+The same rules as a pipeline's (:mod:`datacurate.config`): defaults <- YAML <- ``--set
+key=value``; an unknown key is a one-line error with a did-you-mean, before any work.
+
+* ``input``: one raw corpus (a pipeline's ``input:``), the same for every arm.
+* ``output``: OUT; arm ``a`` writes ``OUT/a/curated/`` (its run) and ``OUT/a/seed-<k>/``.
+* ``arms``: ``name -> {stages: [...]}``, ``{pipeline: PATH}`` or ``{base: PATH, set:
+  {key: value}}`` (``--set``-style keys of that pipeline), each with an optional
+  ``train:`` override (e.g. ``{data: {domain_weights: ...}}``) and ``doremi:`` section
+  (a pipeline's ``doremi:``: DoReMi weights from the arm's own shards, which the arm's
+  training then samples by). A pipeline's own ``train:`` section is not used: every arm
+  trains by ``budget`` plus its own override, so the recipes differ in data alone.
+* ``baseline``: the arm the others are compared with (default: the first).
+* ``budget``: ``model`` (the train ``model:`` keys; ``preset`` …), ``tokens`` (training
+  tokens per run: steps = ceil(tokens / data.tokens_per_step), so an arm that keeps less
+  data repeats it), ``seeds`` (runs per arm, seeds 0 … n-1), ``device``, and ``train``
+  (any other train keys, the same for every arm; ``data.eval_fraction`` defaults to 0
+  here: the evaluation is ``eval``, and every kept token is training data).
+* ``eval``: ``text: {NAME: PATH}`` (held-out text: ``.txt`` / ``.md`` one document, or
+  JSONL / Parquet records), ``tasks: {NAME: PATH}`` (multiple-choice JSONL), ``tokenizer``
+  (``null``: the shipped sample tokenizer, one for all arms; a path: that one; ``arm``:
+  each arm's own, whose losses do not compare across tokenizers) and ``seq_len``.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import math
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any, Literal, Optional
+
+from datacurate.config import (ConfigError, PipelineConfig, RayConfig, _apply_override, coerce, from_dict,
+                               load_config, parse_override, read_yaml, to_dict)
+from datacurate.train.model import ModelConfig
+
+SET_BY_BUDGET = ("model", "steps", "seed", "device", "shards", "output")
+
+
+@dataclass
+class ArmConfig:
+    stages: Optional[list[Any]] = None  # inline stages, as a pipeline's stages:
+    pipeline: Optional[str] = None  # a pipeline YAML (its stages and doremi:; its train: is not used)
+    base: Optional[str] = None  # a pipeline YAML changed by `set`
+    set: Optional[dict[str, Any]] = None  # {stage.key: value} overrides of `base`, as --set
+    train: Optional[dict[str, Any]] = None  # train keys for this arm only (e.g. data.domain_weights)
+    doremi: Optional[dict[str, Any]] = None  # a pipeline doremi: section: train by DoReMi weights
+
+    def validate(self) -> None:
+        given = [k for k in ("stages", "pipeline", "base") if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ValueError("an arm is one of {stages: [...]}, {pipeline: PATH} or {base: PATH, set: {...}}"
+                             + (f"; got {', '.join(given)}" if given else ""))
+        if self.set is not None and self.base is None:
+            raise ValueError("set: needs base: (the pipeline it changes)")
+        for key in SET_BY_BUDGET:
+            if key in (self.train or {}):
+                raise ValueError(f"train.{key} is the budget's (the same for every arm)")
+
+
+@dataclass
+class BudgetConfig:
+    model: ModelConfig = field(default_factory=ModelConfig)  # the train model: keys (preset, n_layer, ...)
+    tokens: int = 1_000_000  # training tokens per run (arms that keep less data repeat it)
+    seeds: int = 3  # runs per arm, seeds 0 .. seeds-1 (a seed sets the init and the data order)
+    device: Literal["auto", "cpu", "cuda"] = "auto"
+    train: dict[str, Any] = field(default_factory=dict)  # other train keys, the same for every arm
+
+    def validate(self) -> None:
+        if self.tokens < 1 or self.seeds < 1:
+            raise ValueError("tokens and seeds must be positive")
+        for key in SET_BY_BUDGET:
+            if key in self.train:
+                raise ValueError(f"train.{key}: set budget.{key} instead" if key in ("model", "device") else
+                                 f"train.{key} is decided by the ablation (tokens, seeds, OUT)")
+
+
+@dataclass
+class EvalConfig:
+    text: dict[str, str] = field(default_factory=dict)  # NAME: held-out text file (loss, nats per token)
+    tasks: dict[str, str] = field(default_factory=dict)  # NAME: multiple-choice JSONL (acc_norm)
+    tokenizer: Optional[str] = None  # null: the shipped sample tokenizer for all arms; a path; "arm": each arm's own
+    seq_len: int = 256  # window of the text loss (every model's max_seq_len must reach it)
+
+    def validate(self) -> None:
+        if not self.text and not self.tasks:
+            raise ValueError("give at least one text: or tasks: entry")
+        if set(self.text) & set(self.tasks):
+            raise ValueError(f"names used twice: {sorted(set(self.text) & set(self.tasks))}")
+        if self.seq_len < 2:
+            raise ValueError("seq_len must be >= 2")
+
+
+@dataclass
+class AblationConfig:
+    input: Any = None  # a pipeline's input: (a path, a list, or a mapping)
+    output: str = "out/ablation"
+    arms: dict[str, ArmConfig] = field(default_factory=dict)
+    baseline: Optional[str] = None  # default: the first arm
+    budget: BudgetConfig = field(default_factory=BudgetConfig)
+    eval: EvalConfig = field(default_factory=EvalConfig)
+    ray: RayConfig = field(default_factory=RayConfig)  # for every arm's curation
+
+    def validate(self) -> None:
+        if self.input is None:
+            raise ValueError("no input given")
+        if len(self.arms) < 2:
+            raise ValueError("arms: give at least two arms to compare")
+        for name in self.arms:
+            if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", name):
+                raise ValueError(f"arms: name {name!r} must be letters, digits, '_', '.', '-' (it names OUT/{name})")
+        self.baseline = self.baseline or next(iter(self.arms))
+        if self.baseline not in self.arms:
+            raise ValueError(f"baseline: {self.baseline!r} is not an arm ({', '.join(self.arms)})")
+
+    @property
+    def seeds(self) -> list[int]:
+        return list(range(self.budget.seeds))
+
+    def arm_dir(self, arm: str) -> str:
+        return os.path.join(self.output, arm)
+
+
+def _override(raw: dict, item: str) -> None:
+    """``--set`` on the ablation YAML; ``arms.A.set.<stage.key>`` keeps its dotted key whole."""
+    parts, value = parse_override(item)
+    if len(parts) > 3 and parts[0] == "arms" and parts[2] == "set":
+        parts = parts[:3] + [".".join(parts[3:])]
+    node = raw
+    for p in parts[:-1]:
+        if not isinstance(node.get(p), dict):
+            node[p] = {}
+        node = node[p]
+    node[parts[-1]] = value
+
+
+def load_ablation_config(source: str | dict, overrides: list[str] | None = None) -> AblationConfig:
+    raw = copy.deepcopy(source) if isinstance(source, dict) else read_yaml(source, "ablation")
+    for item in overrides or []:
+        _override(raw, item)
+    cfg = from_dict(AblationConfig, raw, "ablation")
+    for name in cfg.arms:  # every arm's pipeline and training config, checked before any work
+        arm_train_config(cfg, name, arm_pipeline(cfg, name), 0)
+    return cfg
+
+
+def _entry_name(entry) -> str:
+    return next(iter(entry)) if isinstance(entry, dict) and entry else str(entry)
+
+
+def arm_pipeline(cfg: AblationConfig, name: str) -> PipelineConfig:
+    """The arm's curation as a pipeline on the shared input, writing ``OUT/<arm>/curated``
+    (its shards there too, wherever its YAML put them); no train: section."""
+    from datacurate.stages import STAGES
+
+    arm, where = cfg.arms[name], f"arms.{name}"
+    if arm.stages is not None:
+        raw = {"stages": copy.deepcopy(arm.stages)}
+    else:
+        raw = read_yaml(arm.pipeline or arm.base, f"{where} pipeline")
+        for key, value in (arm.set or {}).items():
+            try:
+                _apply_override(raw, [p for p in str(key).split(".") if p], value)
+            except ConfigError as e:
+                raise ConfigError(f"{where}.set: {str(e).removeprefix('--set ')}") from None
+    raw.pop("train", None)
+    if arm.doremi is not None:
+        raw["doremi"] = copy.deepcopy(arm.doremi)
+    stages = raw.get("stages") or []
+    for i, entry in enumerate(stages):  # shards go under the arm's own directory
+        if getattr(STAGES.get(_entry_name(entry)), "writes_shards", False) and isinstance(entry, dict):
+            params = dict(entry[_entry_name(entry)] or {})
+            params.pop("output", None)
+            stages[i] = {_entry_name(entry): params}
+    raw.update(input=copy.deepcopy(cfg.input), output={"path": os.path.join(cfg.arm_dir(name), "curated")},
+               ray=to_dict(cfg.ray))
+    try:
+        pcfg = load_config(raw)
+    except ConfigError as e:
+        raise ConfigError(f"{where}: {e}") from None
+    if not any(getattr(STAGES[s.name], "writes_shards", False) for s in pcfg.stages):
+        raise ConfigError(f"{where}: no decompose stage: an arm must write token shards to train on "
+                          "(end its stages with tokenize and decompose)")
+    return pcfg
+
+
+def _merge(base: dict, over: dict) -> dict:
+    out = copy.deepcopy(base)
+    for k, v in over.items():
+        out[k] = _merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else copy.deepcopy(v)
+    return out
+
+
+def arm_train_config(cfg: AblationConfig, name: str, pcfg: PipelineConfig, seed: int):
+    """Seed ``seed`` of arm ``name``: the budget's training, the arm's override, its shards,
+    DoReMi's weights when the arm has a doremi: section and sets none itself."""
+    from datacurate.config import pipeline_train_config
+
+    raw = _merge(cfg.budget.train, cfg.arms[name].train or {})
+    data = raw.setdefault("data", {})
+    data.setdefault("eval_fraction", 0.0)
+    tps = data.get("tokens_per_step", 8192)
+    if not isinstance(tps, int) or tps < 1:
+        raise ConfigError(f"arms.{name}: data.tokens_per_step must be a positive integer")
+    raw.update(model=to_dict(cfg.budget.model), steps=math.ceil(cfg.budget.tokens / tps), seed=seed,
+               device=cfg.budget.device, output=os.path.join(cfg.arm_dir(name), f"seed-{seed}"))
+    try:
+        tc = pipeline_train_config(raw, pcfg, "train")
+    except ConfigError as e:
+        raise ConfigError(f"arms.{name}: {e}") from None
+    if pcfg.doremi is not None and tc.data.domain_weights is None:
+        tc.data.domain_weights = os.path.join(pcfg.doremi.output, "domain_weights.json")
+    return tc
+
+
+def config_sha256(cfg: AblationConfig) -> str:
+    """What decides the results (not where OUT is, not the Ray settings)."""
+    d = to_dict(cfg)
+    for k in ("output", "ray"):
+        d.pop(k, None)
+    return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()
+
+
+__all__ = ["AblationConfig", "ArmConfig", "BudgetConfig", "EvalConfig", "load_ablation_config", "arm_pipeline",
+           "arm_train_config", "config_sha256", "coerce"]

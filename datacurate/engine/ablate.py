@@ -1,0 +1,260 @@
+"""``datacurate ablate``: every arm curated once, trained once per seed, evaluated, compared.
+
+Per arm ``a`` (in the order of the YAML, one after the other on this machine):
+
+1. **curate**: the arm's pipeline on the shared input -> ``OUT/a/curated/`` (kept,
+   rejected, shards, stats.json, report.html, and ``doremi/`` when the arm has a
+   ``doremi:`` section) through :func:`~datacurate.engine.runner.run_pipeline`, on Ray as
+   every run is;
+2. **train** seed k -> ``OUT/a/seed-<k>/`` through the one launcher
+   (:func:`~datacurate.engine.launch.launch_train`: this process, or Ray Train with
+   ``budget.train.workers > 1`` or a Ray address);
+3. **evaluate** the final checkpoint -> ``OUT/a/seed-<k>/eval.json``.
+
+Then ``OUT/ablation.json`` (:func:`summarize`) and ``OUT/report.html``.
+
+**Resume.** ``eval.json`` marks a seed done and ``stats.json`` (with its config hash) an
+arm's curation; a kill at any moment leaves either a done unit, or one whose own
+``--resume`` continues it (the pipeline's journal, the training checkpoints). ``--resume``
+skips every done unit, says so, and ends with the same ``ablation.json``: it holds no
+timings, and training on CPU is bit-for-bit reproducible from a checkpoint. Resuming with
+another configuration is a one-line error.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from typing import Callable, Optional
+
+from datacurate import storage
+from datacurate.ablation_config import AblationConfig, arm_pipeline, arm_train_config, config_sha256
+from datacurate.config import ConfigError, dump_config, to_dict
+from datacurate.engine import faults
+from datacurate.engine.launch import launch_train, quiet
+from datacurate.intervals import excludes_zero, paired_difference, t_interval
+
+STATE = "_ablate"  # under OUT: the configuration's hash
+
+
+def _write_json(path: str, value) -> None:
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(value, f, indent=2)
+    os.replace(tmp, path)
+
+
+def _read_json(path: str):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (FileNotFoundError, ValueError):
+        return None
+
+
+def _start(cfg: AblationConfig, resume: bool, log) -> None:
+    """A fresh OUT (what an earlier ablation of these arms left goes), or the same
+    configuration's unfinished one when resuming."""
+    import yaml
+
+    out, digest = cfg.output, config_sha256(cfg)
+    state = _read_json(os.path.join(out, STATE, "config.json"))
+    if resume and state is not None:
+        if state["sha256"] != digest:
+            raise ConfigError(f"--resume: the ablation in {out} has another configuration (sha256 "
+                              f"{state['sha256'][:12]}, now {digest[:12]}); run without --resume to start over")
+        return
+    if resume:
+        log(f"[ablate] --resume: no ablation in {out}; starting a new one")
+    for name in [STATE, "ablation.json", "report.html", *cfg.arms]:
+        p = os.path.join(out, name)
+        if os.path.isdir(p):
+            shutil.rmtree(p)
+        elif os.path.exists(p):
+            os.remove(p)
+    os.makedirs(os.path.join(out, STATE))
+    with open(os.path.join(out, "ablation.yaml"), "w") as f:
+        yaml.safe_dump(to_dict(cfg), f, sort_keys=False)
+    _write_json(os.path.join(out, STATE, "config.json"), {"sha256": digest})
+
+
+class Evaluator:
+    """The eval sets, read (and, with one tokenizer for all arms, encoded) once."""
+
+    def __init__(self, cfg: AblationConfig):
+        from datacurate.tokenizer import load_tokenizer
+        from datacurate.train.downstream import read_task, read_texts
+
+        self.cfg = cfg.eval
+        self.texts = {name: read_texts(path) for name, path in self.cfg.text.items()}
+        self.tasks = {name: read_task(path) for name, path in self.cfg.tasks.items()}
+        self.fixed = self.cfg.tokenizer != "arm"
+        self._encoded: dict[str, tuple] = {}
+        if self.fixed:
+            self.tok, self.info = load_tokenizer(self.cfg.tokenizer)
+
+    def tokenizer(self, shards: str):
+        from datacurate.tokenizer import load_tokenizer
+
+        if self.fixed:
+            return self.tok, self.info
+        if shards not in self._encoded:
+            self._encoded[shards] = load_tokenizer(os.path.join(shards, "tokenizer.json"))
+        return self._encoded[shards]
+
+    def describe(self) -> dict:
+        if self.fixed:
+            return {"mode": "fixed", "path": self.info.path, "sha256": self.info.sha256}
+        return {"mode": "arm", "note": "each arm's own tokenizer: text losses compare only between arms "
+                                       "with the same tokenizer"}
+
+    def __call__(self, checkpoint_dir: str, shards: str, device: str) -> dict:
+        from datacurate.train import checkpoint
+        from datacurate.train.downstream import score_task, text_loss
+
+        tok, info = self.tokenizer(shards)
+        model, state = checkpoint.load_model(checkpoint_dir, device)
+        if state.get("tokenizer_sha256") != info.sha256:
+            raise ConfigError(f"eval: {checkpoint_dir} was trained on tokens of another tokenizer than {info.path} "
+                              "(set the arm's tokenize.tokenizer to it, or eval.tokenizer: arm)")
+        if model.shape.max_seq_len < self.cfg.seq_len:
+            raise ConfigError(f"eval.seq_len {self.cfg.seq_len} is longer than the model's max_seq_len "
+                              f"{model.shape.max_seq_len} (set budget.model.max_seq_len or eval.seq_len)")
+
+        def encode(s: str) -> list[int]:
+            return tok.encode(s, add_special_tokens=False).ids
+
+        scores, detail = {}, {}
+        for name, docs in self.texts.items():
+            key = (name, info.sha256)
+            if key not in self._encoded:
+                self._encoded[key] = [e.ids for e in tok.encode_batch(docs, add_special_tokens=False)]
+            res = text_loss(model, self._encoded[key], info.eos_id, self.cfg.seq_len, device)
+            scores[name], detail[name] = res["loss"], {"tokens": res["tokens"], "unit": "nats/token"}
+        for name, items in self.tasks.items():
+            res = score_task(model, items, encode, info.eos_id, model.shape.max_seq_len, device)
+            scores[name] = res["acc_norm"]
+            detail[name] = {"acc": res["acc"], "acc_norm": res["acc_norm"], "n": res["n"], "unit": "acc_norm"}
+        return {"eval": scores, "detail": detail, "step": state["step"], "tokenizer_sha256": info.sha256}
+
+
+def _kept_tokens(shards: str) -> int:
+    from datacurate.shards import read_manifest
+
+    return sum(int(b["tokens"]) for b in read_manifest(shards)["buckets"].values())
+
+
+def run_ablation(cfg: AblationConfig, resume: bool = False, log: Optional[Callable[[str], None]] = None,
+                 report: bool = True) -> dict:
+    """Run (or continue) the ablation ``cfg``; ``ablation.json``'s content."""
+    from datacurate.engine.runner import config_sha256 as run_sha256, run_pipeline
+    from datacurate.train.loop import pick_device
+
+    log = log or (lambda m: print(m, file=sys.stderr, flush=True))
+    evaluator = Evaluator(cfg)  # the eval files are read before any work: a bad one fails now
+    _start(cfg, resume, log)
+    os.environ[faults.DRIVER_ENV] = str(os.getpid())  # the tests' fault injection (kill-driver)
+    device = pick_device(cfg.budget.device)
+    for arm in cfg.arms:
+        pcfg = arm_pipeline(cfg, arm)
+        done = _read_json(os.path.join(pcfg.output.path, "stats.json"))
+        if resume and done is not None and done.get("config_sha256") == run_sha256(pcfg):
+            log(f"[ablate] resume: {arm}: curation was complete")
+        else:
+            log(f"[ablate] {arm}: curating -> {pcfg.output.path}")
+            run_pipeline(pcfg, resume=resume, log=log, progress=False)
+        faults.point("ablate", "curated")
+        for seed in cfg.seeds:
+            tc = arm_train_config(cfg, arm, pcfg, seed)
+            ev_path = os.path.join(tc.output, "eval.json")
+            if resume and os.path.isfile(ev_path):
+                log(f"[ablate] resume: {arm} seed {seed}: trained and evaluated before")
+                continue
+            log(f"[ablate] {arm} seed {seed}: training {tc.steps} steps x {tc.data.tokens_per_step:,} tokens "
+                f"-> {tc.output}")
+            final = launch_train(tc, resume=resume, ray_cfg=cfg.ray, log=quiet)
+            res = evaluator(final["checkpoint"], tc.shards, device)
+            res.update(arm=arm, seed=seed, steps=tc.steps, tokens=final["tokens"])
+            _write_json(ev_path, res)
+            log(f"[ablate] {arm} seed {seed}: " + "  ".join(f"{k} {v:.4f}" for k, v in res["eval"].items()))
+            faults.point("ablate", "seed")
+    summary = summarize(cfg, evaluator.describe())
+    _write_json(os.path.join(cfg.output, "ablation.json"), summary)
+    if report:
+        try:
+            from datacurate.report import write_ablation_report
+
+            write_ablation_report(cfg.output)
+        except Exception as e:  # noqa: BLE001 - a failed page never fails a finished ablation
+            log(f"[ablate] warning: report.html not written: {type(e).__name__}: {e}")
+    return summary
+
+
+def summarize(cfg: AblationConfig, tokenizer: dict) -> dict:
+    """``ablation.json`` from the arms' ``eval.json`` files: per arm and eval the mean and
+    Student-t interval over seeds; per arm the paired difference to the baseline."""
+    lower_better = {name: True for name in cfg.eval.text} | {name: False for name in cfg.eval.tasks}
+    arms: dict = {}
+    for arm in cfg.arms:
+        pcfg = arm_pipeline(cfg, arm)
+        runs = [_read_json(os.path.join(arm_train_config(cfg, arm, pcfg, s).output, "eval.json")) for s in cfg.seeds]
+        tc = arm_train_config(cfg, arm, pcfg, 0)
+        kept = _kept_tokens(tc.shards)
+        stats = _read_json(os.path.join(pcfg.output.path, "stats.json")) or {}
+        trained = runs[0]["tokens"]
+        arms[arm] = {
+            "eval": {name: {**t_interval([r["eval"][name] for r in runs]), "seeds": [r["eval"][name] for r in runs]}
+                     for name in lower_better},
+            "kept_tokens": kept, "kept_docs": (stats.get("totals") or {}).get("kept"),
+            "train_tokens": trained, "epochs": trained / kept if kept else None,
+            "domain_weights": tc.data.domain_weights, "steps": tc.steps,
+            "curated": os.path.relpath(pcfg.output.path, cfg.output)}
+    base = arms[cfg.baseline]
+    diffs = {}
+    for arm in cfg.arms:
+        if arm == cfg.baseline:
+            continue
+        diffs[arm] = {}
+        for name, low in lower_better.items():
+            a, b = arms[arm]["eval"][name]["seeds"], base["eval"][name]["seeds"]
+            d = paired_difference(a, b)
+            diffs[arm][name] = {**d, "seeds": [x - y for x, y in zip(a, b)], "distinguishable": excludes_zero(d["ci"]),
+                                "better": (d["mean"] < 0) == low}
+    return {"baseline": cfg.baseline, "seeds": cfg.seeds, "level": 0.95,
+            "interval": "Student t over seeds (mean ± t_{0.975,n-1} s/sqrt(n)); diffs paired by seed",
+            "units": {name: ("nats/token" if low else "acc_norm") for name, low in lower_better.items()},
+            "lower_is_better": lower_better, "tokenizer": tokenizer,
+            "budget": {"tokens": cfg.budget.tokens, "model": to_dict(cfg.budget.model), "seeds": cfg.budget.seeds},
+            "arms": arms, "diffs": diffs}
+
+
+def _ci(d: dict) -> str:
+    lo, hi = d["ci"]
+    return "n/a" if lo is None else f"[{lo:+.4f}, {hi:+.4f}]" if "distinguishable" in d else f"[{lo:.4f}, {hi:.4f}]"
+
+
+def format_table(summary: dict) -> str:
+    """The console table: per eval and arm, mean [95 % CI], the paired difference to the
+    baseline, data kept and epochs; then which differences are outside seed noise."""
+    base = summary["baseline"]
+    lines, verdicts = [], []
+    for name, unit in summary["units"].items():
+        lines.append(f"{name} ({unit}, {'lower' if summary['lower_is_better'][name] else 'higher'} is better)")
+        lines.append(f"  {'arm':<22}{'mean':>9}  {'95% CI':<20}{'diff vs ' + base:>14}  {'95% CI':<22}"
+                     f"{'kept tokens':>12}{'epochs':>8}")
+        for arm, a in summary["arms"].items():
+            e = a["eval"][name]
+            d = summary["diffs"].get(arm, {}).get(name)
+            diff = f"{d['mean']:>+14.4f}  {_ci(d):<22}" if d else f"{'(baseline)':>14}  {'':<22}"
+            lines.append(f"  {arm:<22}{e['mean']:>9.4f}  {_ci(e):<20}{diff}{a['kept_tokens']:>12,}"
+                         f"{a['epochs']:>8.2f}")
+            if d:
+                verdicts.append(f"  {arm} vs {base} on {name}: {d['mean']:+.4f} "
+                                + (("distinguishable from seed noise (" + ("better" if d["better"] else "worse") + ")")
+                                   if d["distinguishable"] else "within seed noise (the interval holds 0)"))
+    tok = summary["tokenizer"]
+    lines.append(f"text losses with {'one tokenizer for all arms: ' + tok['path'] if tok['mode'] == 'fixed' else 'each arm' + chr(39) + 's own tokenizer'}; "
+                 f"{len(summary['seeds'])} seeds, {summary['interval']}")
+    return "\n".join(lines + ["differences to the baseline:"] + verdicts)
