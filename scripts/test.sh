@@ -35,7 +35,7 @@ if [ -z "${DATACURATE_SKIP_BROWSER_INSTALL:-}" ] && ! browser >/dev/null; then
 fi
 
 python3 -m venv .venv && .venv/bin/pip install -q -e ".[test]" || exit $?
-.venv/bin/python -m pytest -q "$@"
+.venv/bin/python -m pytest -q --durations=20 "$@"
 rc=$?
 if [ "$rc" -eq 5 ]; then
   echo "scripts/test.sh: pytest collected no tests" >&2
