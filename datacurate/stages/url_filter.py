@@ -26,9 +26,10 @@ domain or URL); ``url_filter/bad_url`` for a value that is not a string or has n
 host; ``url_filter/missing`` for a missing or empty URL with ``missing: reject`` (by
 default such documents pass, as do all when the batch has no ``url_field`` column).
 
-Cost: URLs are parsed for the whole batch by one RE2 regex (Arrow); the domain lookup is
-dict probes, one per host suffix (about 1 us each), once per distinct host of the batch
-(a crawl repeats its hosts), and URL entries are probed only for hosts that have some. The lists are held
+Cost: URLs are parsed for the whole batch by one RE2 regex (Arrow; a second one only for
+the URLs without a scheme); hosts are normalised (Arrow) and looked up (dict probes, one
+per host suffix, about 1 us each) once per distinct host of the batch (a crawl repeats
+its hosts), and URL entries are probed only for hosts that have some. The lists are held
 as a dict from domain to category index in every worker: about 100 bytes per domain,
 ~400 MB for the whole of UT1, loaded in a few seconds; a run on a few categories holds
 only those.
@@ -37,7 +38,6 @@ only those.
 from __future__ import annotations
 
 import functools
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, Optional
@@ -171,7 +171,11 @@ class Blocklist:
         if not self.domains and not self.urls:
             what = f" of categories {categories}" if categories is not None else ""
             raise ConfigError(f"url_filter: no domain or URL{what} in blocklist {', '.join(paths)}")
-        self.url_hosts = {u.split("/", 1)[0] for u in self.urls}
+        self.url_hosts = {u.split("/", 1)[0].split("?", 1)[0] for u in self.urls}
+        lengths: dict[str, set[int]] = {}
+        for u in self.urls:
+            lengths.setdefault(u.split("/", 1)[0].split("?", 1)[0], set()).add(len(u))
+        self.url_lengths = {h: sorted(ls) for h, ls in lengths.items()}  # the entries' lengths, per host
 
     def lookup(self, host: str, rest: str) -> int:
         """Category index of a normalised host and its path + query, -1 when not listed."""
@@ -193,22 +197,30 @@ class Blocklist:
     def url(self, host: str, rest: str) -> int:
         """Category of a listed URL equal to host + path, or a prefix of it ending at / or ?."""
         key = host + rest.rstrip("/")
-        for i in [m.start() for m in re.finditer(r"[/?]", key)] + [len(key)]:
-            c = self.urls.get(key[:i])
-            if c is not None:
-                return c
+        for n in self.url_lengths.get(host, ()):  # shortest first: the prefixes a listed URL could be
+            if n > len(key):
+                break
+            if n == len(key) or key[n] in "/?":
+                c = self.urls.get(key[:n])
+                if c is not None:
+                    return c
         return -1
 
 
 def split_urls(urls: pa.Array) -> tuple[pa.Array, pa.Array]:
-    """(host, path + query) of every URL; a null host where it does not parse."""
+    """(host, path + query) of every URL; a null host where it does not parse. URLs
+    without a scheme (``example.com/x``, the few) go through the second pattern alone."""
     trimmed = pc.utf8_trim_whitespace(urls)
     parts = pc.extract_regex(trimmed, URL_RE)
-    bare = pc.extract_regex(trimmed, BARE_RE)
-    host = pc.coalesce(pc.struct_field(parts, "host"), pc.struct_field(bare, "host"))  # struct_field keeps nulls
-    rest = pc.coalesce(pc.struct_field(parts, "rest"), pc.struct_field(bare, "rest"),
-                       pa.scalar("", parts.type.field("rest").type))
-    return host, rest
+    host, rest = pc.struct_field(parts, "host"), pc.struct_field(parts, "rest")  # struct_field keeps nulls
+    retry = np.flatnonzero(np.asarray(pc.fill_null(pc.and_(pc.is_null(host), pc.is_valid(trimmed)), False)))
+    if len(retry):
+        bare = pc.extract_regex(trimmed.take(pa.array(retry)), BARE_RE)
+        mask = np.zeros(len(urls), dtype=bool)
+        mask[retry] = True
+        host = pc.replace_with_mask(host, pa.array(mask), pc.struct_field(bare, "host"))
+        rest = pc.replace_with_mask(rest, pa.array(mask), pc.struct_field(bare, "rest"))
+    return host, pc.fill_null(rest, "")
 
 
 class UrlFilter(Stage):
@@ -219,20 +231,24 @@ class UrlFilter(Stage):
         super().__init__(config, **params)
         self.blocklist = Blocklist(self.config.blocklist, self.config.categories)
 
-    def _categories(self, host: pa.Array, rest: pa.Array) -> np.ndarray:
-        """(N,) category index of every URL, -1 when not listed. A crawl repeats its hosts,
-        so domains are looked up once per distinct host of the batch; URL entries only for
-        the rows whose host has one."""
+    def _categories(self, raw_host: pa.Array, rest: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+        """((N,) category index of every URL, -1 when not listed; (N,) no valid host).
+
+        A crawl repeats its hosts, so hosts are normalised and looked up once per distinct
+        host of the batch; URL entries are probed only for the rows whose host has some."""
         bl = self.blocklist
-        enc = host.dictionary_encode()
-        per_host = np.array([bl.domain(h) for h in enc.dictionary.to_pylist()] + [-1], dtype=np.int64)
-        cat = per_host[np.asarray(pc.fill_null(enc.indices, len(enc.dictionary)))]
+        enc = raw_host.dictionary_encode()
+        norm = normalise_hosts(enc.dictionary).to_pylist()
+        per_host = np.array([bl.domain(h) if h is not None else -1 for h in norm] + [-1], dtype=np.int64)
+        no_host = np.array([h is None for h in norm] + [True])
+        rows_host = np.asarray(pc.fill_null(enc.indices, len(norm)))
+        cat = per_host[rows_host]
         if bl.urls:
-            has = np.asarray(pc.fill_null(pc.is_in(host, value_set=pa.array(sorted(bl.url_hosts), host.type)), False))
-            rows = np.flatnonzero(has & (cat < 0))
-            hosts, rests = host.take(pa.array(rows)).to_pylist(), rest.take(pa.array(rows)).to_pylist()
-            cat[rows] = [bl.url(h, r) for h, r in zip(hosts, rests)]
-        return cat
+            url_host = np.array([h in bl.url_hosts for h in norm] + [False])
+            rows = np.flatnonzero(url_host[rows_host] & (cat < 0))
+            rests = rest.take(pa.array(rows)).to_pylist()
+            cat[rows] = [bl.url(norm[rows_host[i]], r) for i, r in zip(rows, rests)]
+        return cat, no_host[rows_host]
 
     def annotate(self, table: pa.Table):
         n = table.num_rows
@@ -244,10 +260,8 @@ class UrlFilter(Stage):
             col, not_a_string = fields.string_values(col)  # numbers, lists, mappings: not a URL
             out[not_a_string] = BAD_URL
             missing = np.asarray(pc.fill_null(pc.equal(pc.utf8_trim_whitespace(col), ""), True)) & ~not_a_string
-            host, rest = split_urls(col)
-            host = normalise_hosts(host)
-            out[np.asarray(pc.is_null(host)) & ~missing] = BAD_URL
-            cat = self._categories(host, rest)
+            cat, no_host = self._categories(*split_urls(col))
+            out[no_host & ~missing] = BAD_URL
             listed = cat >= 0
             out[listed] = np.asarray(["url_filter/" + c for c in self.blocklist.categories], dtype=object)[cat[listed]]
         if self.config.missing == "reject":
