@@ -182,3 +182,18 @@ def test_punctuation_deleted_as_re2_would():
     texts = pa.array(["Don’t — stop!", "«Ça va?» 1,000 €, café.", "tab\there\x00\x85x", "", None, "日本語、テスト。😀 ok"])
     expect = pc.replace_substring_regex(pc.fill_null(texts, ""), PUNCT.pattern[4:-2], "")
     assert removed(texts, PUNCT).to_pylist() == expect.to_pylist()
+
+
+def test_benchmarks_read_from_s3(s3_server, quiz):
+    """``benchmarks: [s3://...]`` (a prefix and a file) index as the local files do."""
+    from tests import s3
+
+    s3.make_bucket("evals")
+    s3.upload_dir(quiz.parent, "s3://evals/suite")
+    local = build_index(Decontaminate(benchmarks=[str(quiz)]).config)
+    for spec in ("s3://evals/suite", "s3://evals/suite/quiz.jsonl"):
+        remote = build_index(Decontaminate(benchmarks=[spec]).config)
+        assert remote.names == local.names == ["quiz"]
+        assert remote.keys.tolist() == local.keys.tolist() and remote.rec.tolist() == local.rec.tolist()
+    reasons, records = run(Decontaminate(benchmarks=["s3://evals/suite"]), [f"Notes: {OPTION}."])
+    assert reasons == ["decontaminate/quiz"] and records == ["q1"]
