@@ -31,25 +31,11 @@ import pytest
 import yaml
 
 from datacurate.engine import faults
+from tests.cli_run import clean_env as _env, cmd as _cmd, run as _run
 from tests.outputs import assert_same, tree_digest
 
 REPO = Path(__file__).resolve().parent.parent
 CORPUS = REPO / "sample_data" / "corpus"
-
-
-def _env(**extra) -> dict:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("RAY_ADDRESS", "DATACURATE_FAULT"))}
-    env.update(RAY_AUTH_MODE="disabled", PYTHONPATH=str(REPO), **extra)
-    return env
-
-
-def _cmd(pipeline: Path, out: Path, *args) -> list:
-    return [sys.executable, "-m", "datacurate.cli", "run", str(pipeline), "--output", str(out), "--no-report", *args]
-
-
-def _run(pipeline: Path, out: Path, *args, env=None, timeout=600) -> subprocess.CompletedProcess:
-    return subprocess.run(_cmd(pipeline, out, *args), env=env or _env(), capture_output=True, text=True,
-                          timeout=timeout, cwd=REPO)
 
 
 @pytest.fixture(scope="module")
