@@ -97,3 +97,12 @@ def replace_block(path: Path, begin: str, end: str, body: str) -> None:
 
 def loadavg() -> list[str]:
     return open("/proc/loadavg").read().split()[:3]
+
+
+def emit(res: dict, out: str | None) -> dict:
+    """Print a result as JSON, and write it to ``out`` too when given."""
+    text = json.dumps(res, indent=2, ensure_ascii=False)
+    print(text)
+    if out:
+        Path(out).write_text(text + "\n")
+    return res

@@ -215,12 +215,10 @@ def main(argv=None) -> dict:
     args = ap.parse_args(argv)
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
-    res = evaluate(args.docs, args.records, args.seed)
-    text = json.dumps(res, indent=2)
-    print(text)
-    if args.out:
-        Path(args.out).write_text(text + "\n")
-    return res
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from _common import emit  # noqa: E402
+
+    return emit(evaluate(args.docs, args.records, args.seed), args.out)
 
 
 if __name__ == "__main__":

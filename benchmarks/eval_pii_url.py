@@ -425,14 +425,10 @@ def main(argv=None) -> dict:
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
     sys.path.insert(0, str(ROOT / "benchmarks"))
-    import _common  # noqa: F401 - one core, one thread (the timings), as every benchmark here
-    res = {"pii": eval_pii(args.docs, args.seed), "pii_on_sample_corpus": corpus_changes(),
-           "url_filter": eval_urls(args.domains, args.seed)}
-    text = json.dumps(res, indent=2, ensure_ascii=False)
-    print(text)
-    if args.out:
-        Path(args.out).write_text(text + "\n")
-    return res
+    from _common import emit  # importing it: one core, one thread (the timings), as every benchmark here
+
+    return emit({"pii": eval_pii(args.docs, args.seed), "pii_on_sample_corpus": corpus_changes(),
+                 "url_filter": eval_urls(args.domains, args.seed)}, args.out)
 
 
 if __name__ == "__main__":
