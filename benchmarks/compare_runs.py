@@ -5,8 +5,8 @@
 Reads ``kept/`` and ``rejected/`` of both output directories, orders the rows by ``id``,
 and compares every column the two have in common (text, annotations, reject reasons),
 then the shard files byte for byte (all but ``manifest.json``, which holds the
-run's paths). Prints one line per difference; exit status 1 when
-there is one. Used to show that a speed-up left a run's outputs unchanged (issue 18).
+run's paths), then ``stats.json`` apart from timings. Prints one line per difference;
+exit status 1 when there is one. Used to show that a speed-up left a run's outputs unchanged (issue 18).
 """
 
 from __future__ import annotations
@@ -33,6 +33,36 @@ def digests(folder: Path) -> dict[str, str]:
             for p in sorted(folder.rglob("*")) if p.is_file() and p.name != "manifest.json"}
 
 
+TIMINGS = {"seconds", "docs_per_second", "wall_seconds", "write_seconds", "phase_seconds", "config_sha256"}
+
+
+def untimed(obj):
+    """``stats.json`` without what differs from run to run: timings (and the config hash,
+    which covers the output path)."""
+    if isinstance(obj, dict):
+        return {k: untimed(v) for k, v in obj.items() if k not in TIMINGS and not k.endswith("_seconds")}
+    if isinstance(obj, list):
+        return [untimed(v) for v in obj]
+    return obj
+
+
+def stats_differences(a: Path, b: Path) -> list[str]:
+    import json
+
+    sa, sb = (untimed(json.loads((d / "stats.json").read_text())) for d in (a, b))
+    out: list[str] = []
+
+    def walk(x, y, path):
+        if isinstance(x, dict) and isinstance(y, dict):
+            for k in sorted(set(x) | set(y), key=str):
+                walk(x.get(k, "<absent>"), y.get(k, "<absent>"), f"{path}.{k}")
+        elif x != y and not (isinstance(x, str) and isinstance(y, str) and str(a) in x and str(b) in y):
+            out.append(f"stats.json{path}: {x!r} vs {y!r}")
+
+    walk(sa, sb, "")
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("a")
@@ -57,6 +87,7 @@ def main() -> None:
     if da != db:
         problems.append(f"shards: {sum(da.get(k) != db.get(k) for k in set(da) | set(db))} files differ")
     print(f"shards: {len(da)} files compared")
+    problems += stats_differences(a, b)
     for p in problems:
         print("DIFFERENT", p)
     print("identical" if not problems else f"{len(problems)} differences")
