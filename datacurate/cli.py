@@ -13,7 +13,7 @@ import typing
 
 from datacurate import storage
 from datacurate.config import ConfigError, load_config
-from datacurate.engine.supervise import may_join, supervise
+from datacurate.engine.ray.supervise import may_join, supervise
 from datacurate.errors import RunStopped, explain, stopped
 from datacurate.io import InputError
 from datacurate.storage import StorageError
@@ -420,7 +420,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         address = _cluster_address(args)
-        if address:  # joined to a cluster: a parent process reports its loss (engine/supervise.py)
+        if address:  # joined to a cluster: a parent process reports its loss (engine/ray/supervise.py)
             return supervise(sys.argv[1:] if argv is None else list(argv), address)
         return args.fn(args)
     except RunStopped as e:  # a run that had started: journaled, --resume continues it

@@ -58,8 +58,10 @@ class Pipeline:
 
         return run_pipeline(self.config(input, output, **input_options), resume=resume)
 
-    def apply(self, table: pa.Table | dict) -> pa.Table:
-        """Run every stage on one in-memory batch without Ray; rejected rows stay, with reasons."""
+    def apply(self, table: pa.Table | dict, stats: dict | None = None) -> pa.Table:
+        """Run every stage on one in-memory batch without Ray; rejected rows stay, with reasons.
+        ``stats``: a dict that gets each stage's statistics (as in stats.json: in, kept,
+        rejected, metrics), by its key."""
         from datacurate.engine.process import apply_stage
 
         if isinstance(table, dict):
@@ -70,7 +72,9 @@ class Pipeline:
         if table.schema.field(TEXT).type != BASE_COLUMNS[TEXT]:
             table = table.set_column(table.schema.get_field_index(TEXT), TEXT, table.column(TEXT).cast(BASE_COLUMNS[TEXT]))
         for stage in self.stages:
-            table, _ = apply_stage(stage, table)
+            table, st = apply_stage(stage, table)
+            if stats is not None:
+                stats[stage.stats_key(stage.config)] = st
         return table
 
 

@@ -55,12 +55,12 @@ def test_run_bad_config_fails_fast(tmp_path, yaml_text, message, monkeypatch, ca
     assert res.stdout == ""
 
     # the same in-process: it fails before Ray is started and before any output is written
-    from datacurate.engine import ray_backend
+    from datacurate.engine.ray import cluster
 
     def no_ray(*a, **k):
         raise AssertionError("Ray must not start for a bad config")
 
-    monkeypatch.setattr(ray_backend, "init_ray", no_ray)
+    monkeypatch.setattr(cluster, "init_ray", no_ray)
     assert cli.main(["run", str(pipeline), "--output", str(tmp_path / "out")]) == 2
     assert capsys.readouterr().err.startswith("datacurate: error:")
     assert not (tmp_path / "out").exists()

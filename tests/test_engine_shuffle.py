@@ -1,4 +1,4 @@
-"""Global stages' shuffles over a bounded number of blocks (engine/context.py, issue 18):
+"""Global stages' shuffles over a bounded number of blocks (engine/ray/data.py, issue 18):
 coalescing changes nothing in the results; the bound follows the bytes read; near dedup's
 partitions follow the corpus."""
 
@@ -7,8 +7,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from datacurate.engine import context
-from datacurate.engine.context import Data
+from datacurate.engine.ray import data as ray_data
+from datacurate.engine.ray.data import Data
 from datacurate.stages.dedup_near import NearDedupConfig
 
 
@@ -54,13 +54,13 @@ def test_shuffle_blocks_follow_the_bytes_read(ray_session, tmp_path, monkeypatch
         files.append(str(p))
     size = sum((tmp_path / f"part-{i}.parquet").stat().st_size for i in range(10))
     cpus = int(ray_session.cluster_resources()["CPU"])
-    monkeypatch.setattr(context, "SHUFFLE_BLOCK_BYTES", size // 7)  # one block per ~7th of the data
-    assert context.shuffle_blocks(files) == max(2 * cpus, 8)
-    monkeypatch.setattr(context, "SHUFFLE_BLOCK_BYTES", 1 << 40)  # tiny data: two blocks per CPU
-    assert context.shuffle_blocks(files) == 2 * cpus
-    monkeypatch.setattr(context, "MAX_SHUFFLE_BLOCKS", 3)
-    monkeypatch.setattr(context, "SHUFFLE_BLOCK_BYTES", 1)
-    assert context.shuffle_blocks(files) == 3
+    monkeypatch.setattr(ray_data, "SHUFFLE_BLOCK_BYTES", size // 7)  # one block per ~7th of the data
+    assert ray_data.shuffle_blocks(files) == max(2 * cpus, 8)
+    monkeypatch.setattr(ray_data, "SHUFFLE_BLOCK_BYTES", 1 << 40)  # tiny data: two blocks per CPU
+    assert ray_data.shuffle_blocks(files) == 2 * cpus
+    monkeypatch.setattr(ray_data, "MAX_SHUFFLE_BLOCKS", 3)
+    monkeypatch.setattr(ray_data, "SHUFFLE_BLOCK_BYTES", 1)
+    assert ray_data.shuffle_blocks(files) == 3
 
 
 def test_near_dedup_partitions_follow_the_corpus():
@@ -77,7 +77,7 @@ def test_embedded_object_store_is_bounded_per_cpu():
     import os
 
     from datacurate.config import RayConfig
-    from datacurate.engine.ray_backend import object_store_bytes
+    from datacurate.engine.ray.cluster import object_store_bytes
 
     assert object_store_bytes(RayConfig(object_store_memory_mb=300)) == 300 << 20
     phys = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")

@@ -48,9 +48,9 @@ def sample_table() -> pa.Table:
 @pytest.fixture(scope="module")
 def shard_run(tmp_path_factory):
     root = tmp_path_factory.mktemp("shards") / "out"
-    dec = Decompose(output=str(root), mixture={"news": 0.5, "legal": 0.5})
-    out = Pipeline([Tokenize(), dec]).apply(sample_table())
-    return root, out, dec
+    dec, stats = Decompose(output=str(root), mixture={"news": 0.5, "legal": 0.5}), {}
+    out = Pipeline([Tokenize(), dec]).apply(sample_table(), stats)
+    return root, out, stats["decompose"]["metrics"]
 
 
 def test_shards_readable_with_numpy_memmap_alone(shard_run):
@@ -75,14 +75,13 @@ def test_shards_readable_with_numpy_memmap_alone(shard_run):
 
 
 def test_accounting_and_rejects(shard_run):
-    root, out, dec = shard_run
+    root, out, m = shard_run
     reasons = dict(zip(out.column("id").to_pylist(), out.column("reject_reason").to_pylist()))
     n = out.num_rows
     assert reasons[f"d{n - 3}"] == "tokenize/empty"
     assert reasons[f"d{n - 2}"] == reasons[f"d{n - 1}"] == "decompose/too_short"
     alive = [t for t, r in zip(out.column("n_tokens").to_pylist(), out.column("reject_stage").to_pylist())
              if r != "tokenize"]
-    m = dec.last_metrics
     assert m["tokens_in"] == sum(alive) == m["tokens_in_buckets"] + m["tokens_dropped"]
     assert m["too_short"] == 2 and m["documents"] == n - 1
 
@@ -109,19 +108,21 @@ def test_shard_dataset_batches(shard_run):
 
 
 def test_bucket_files_bounded_by_target(shard_run, tmp_path):
-    root, _, dec = shard_run
+    root, _, m = shard_run
     man, whole = memmap_only(str(root))
-    assert dec.last_metrics["files_per_bucket"] == {k: 1 for k in man["buckets"]}  # 256 MB default
+    assert m["files_per_bucket"] == {k: 1 for k in man["buckets"]}  # 256 MB default
     assert [f["tokens"] for b in man["buckets"].values() for f in b["files"]] == \
         [f"len{L}/shard-00000.tokens.bin" for L in whole]
     assert not list(root.rglob("part-*"))  # the per-part pieces are gone
     target = 4 * 2048 * 2  # four sequences of the largest bucket (uint16 ids)
     small = Decompose(output=str(tmp_path / "small"), mixture={"news": 0.5, "legal": 0.5}, target_file_bytes=target)
-    Pipeline([Tokenize(), small]).apply(sample_table())
+    stats: dict = {}
+    Pipeline([Tokenize(), small]).apply(sample_table(), stats)
     man_small, split = memmap_only(str(tmp_path / "small"))
-    assert small.last_metrics["files_per_bucket"] == {str(L): -(-t.nbytes // target) for L, (t, _) in whole.items()}
-    assert max(small.last_metrics["files_per_bucket"].values()) > 1
-    assert small.last_metrics["sequences_per_bucket"] == dec.last_metrics["sequences_per_bucket"]
+    m_small = stats["decompose"]["metrics"]
+    assert m_small["files_per_bucket"] == {str(L): -(-t.nbytes // target) for L, (t, _) in whole.items()}
+    assert max(m_small["files_per_bucket"].values()) > 1
+    assert m_small["sequences_per_bucket"] == m["sequences_per_bucket"]
     for L, (tokens, domains) in whole.items():  # the same sequences in the same order
         assert split[L][0].tobytes() == tokens.tobytes() and split[L][1].tobytes() == domains.tobytes()
     ds = ShardDataset(str(tmp_path / "small"))

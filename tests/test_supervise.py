@@ -9,7 +9,7 @@ import socket
 import subprocess
 import sys
 
-from datacurate.engine.supervise import answers
+from datacurate.engine.ray.supervise import answers
 
 
 def test_a_closed_port_is_refused():

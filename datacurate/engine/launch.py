@@ -2,7 +2,7 @@
 ``train:`` / ``doremi:`` sections all come here.
 
 * Where: in this process when ``workers`` is 1 and no Ray cluster is named; on Ray Train
-  (:mod:`datacurate.engine.train_ray`) with ``workers > 1`` or a Ray address
+  (:mod:`datacurate.engine.ray.train`) with ``workers > 1`` or a Ray address
   (``--ray-address``, ``ray.address`` or ``$RAY_ADDRESS``), so a named cluster trains there.
 * Storage: ``s3://`` shards are cached locally and an ``s3://`` training output is mirrored
   per checkpoint by the loop itself (:func:`datacurate.train.remote.localize`, on every
@@ -37,7 +37,7 @@ def on_ray_train(cfg, ray_cfg: Optional[RayConfig]) -> bool:
 def _runner(cfg, ray_cfg: Optional[RayConfig], log: Callable[[str], None]):
     """``run(train_cfg, resume, objective) -> final`` for ``cfg`` (see :func:`on_ray_train`)."""
     if on_ray_train(cfg, ray_cfg):
-        from datacurate.engine.train_ray import run_train
+        from datacurate.engine.ray.train import run_train
 
         return lambda c, resume, objective: run_train(c, resume=resume, ray_cfg=ray_cfg, objective=objective,
                                                       quiet=log is quiet)

@@ -1,19 +1,20 @@
-"""The global-stage primitives in one process: the small-input path, and a way to run a
-stage's distributed phases without a cluster.
+"""The global-stage primitives in one process: the small-input path, ``stage(table)``,
+and a way to run a stage's distributed phases without a cluster.
 
-:class:`LocalContext` offers what :class:`datacurate.engine.context.GlobalContext` offers
-(per-file tasks, groupbys, joins, a sorted head, stateful workers) with pyarrow in this
-process, so a stage's ``run_global`` runs unchanged and writes the same decisions, shard
-files and saved filters. Below ``ray.small_input_docs`` documents the engine runs a
+:class:`LocalContext` offers what ``RayContext`` (:mod:`datacurate.engine.ray.context`)
+offers (per-file tasks, groupbys, joins, a sorted head, stateful workers) with pyarrow in
+this process, so a stage's ``run_global`` runs unchanged and writes the same decisions,
+shard files and saved filters. Below ``ray.small_input_docs`` documents the engine runs a
 global stage this way inside one Ray task: a Ray Data groupby or join costs seconds of
-fixed overhead however small the data (measured in benchmarks/README.md).
+fixed overhead however small the data (measured in benchmarks/README.md). A global stage
+called on one table runs the same ``run_global`` here (:func:`run_table`).
 """
 
 from __future__ import annotations
 
 import json
 import posixpath
-import sys
+import tempfile
 from typing import Callable, Iterator, Sequence
 
 import numpy as np
@@ -21,11 +22,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from datacurate import storage
 from datacurate.engine import faults
-from datacurate.engine.context import WPART, GlobalContext, _join_group
+from datacurate.engine.context import SIDE, Context, DirectOutputs, join_group
+from datacurate.engine.journal import Journal
+from datacurate.schema import ID, ORD, REJECT_REASON, WPART
 
 
 class LocalData:
-    """:class:`datacurate.engine.context.Data` over in-memory blocks (a list of tables)."""
+    """:class:`datacurate.engine.ray.data.Data` over in-memory blocks (a list of tables)."""
 
     def __init__(self, blocks: list[pa.Table], stage: str):
         self.blocks, self._stage = [b for b in blocks if b is not None], stage
@@ -64,9 +67,9 @@ class LocalData:
         if left is None or right is None:
             return self._wrap([])
         tagged = pa.concat_tables([
-            left.append_column("_side", pa.array(np.zeros(left.num_rows, np.int8))),
-            right.append_column("_side", pa.array(np.ones(right.num_rows, np.int8)))], promote_options="permissive")
-        return self._wrap([_join_group(tagged, on, left.column_names, [n for n in right.column_names if n != on])])
+            left.append_column(SIDE, pa.array(np.zeros(left.num_rows, np.int8))),
+            right.append_column(SIDE, pa.array(np.ones(right.num_rows, np.int8)))], promote_options="permissive")
+        return self._wrap([join_group(tagged, on, left.column_names, [n for n in right.column_names if n != on])])
 
     def single(self, phase: str, fn: Callable, **kw) -> "LocalData":
         t = self._concat()
@@ -108,8 +111,10 @@ class LocalActorRef:
         return getattr(self.obj, method)(*args)
 
 
-class LocalContext(GlobalContext):
-    """A :class:`GlobalContext` whose primitives run in this process."""
+
+
+class LocalContext(Context):
+    """A :class:`Context` whose primitives run in this process."""
 
     def read(self, files: Sequence[str], columns: Sequence[str]) -> LocalData:
         blocks = []
@@ -135,15 +140,35 @@ class LocalContext(GlobalContext):
         pass
 
 
-def run_stage(spec, cfg, seg_index: int, journal, final_out: str, outputs, run_config, spec_index: int,
-              log=None) -> dict:
-    """All of a global stage's phases in this process (see the module docstring); its metrics."""
-    from datacurate.stages import STAGES
+def run_global(stage, ctx: Context) -> dict:
+    """``stage.run_global(ctx)``: its metrics, and how many per-file tasks the journal had
+    done (the small-input path runs this in one Ray task)."""
+    return {"metrics": stage.run_global(ctx), "skipped": ctx.skipped}
 
-    ctx = LocalContext(cfg, seg_index, spec.name, journal, final_out, outputs, run_config=run_config,
-                       spec_index=spec_index, log=log or (lambda m: print(m, file=sys.stderr, flush=True)))
-    metrics = STAGES[spec.name](spec.config).run_global(ctx)
-    return {"metrics": metrics, "skipped": ctx.skipped}
+
+def run_table(stage, table: pa.Table, out: str | None = None) -> tuple[pa.Table, dict]:
+    """``stage.run_global`` over one table (with ``_ord``), in this process: the table is
+    the one part file of a run whose OUT is ``out`` (where the stage writes what a run
+    writes under OUT; by default a temporary directory, dropped); its decisions and
+    metrics. Outputs the stage writes elsewhere (``output``, ``save_filter`` ...) go
+    straight to their place."""
+    with tempfile.TemporaryDirectory(prefix="datacurate-") as tmp:
+        root = storage.abspath(out or tmp)
+        part = storage.join(root, "_work", "s0", "part-0.parquet")
+        if ID not in table.column_names:  # documents known by their position
+            table = table.append_column(ID, pa.array([str(i) for i in range(table.num_rows)], pa.string()))
+        if table.num_rows:
+            storage.write_parquet(table, part)
+        ctx = LocalContext(root, stage.name, Journal(storage.join(root, "_work", "journal")),
+                           [part] if table.num_rows else [], root, DirectOutputs())
+        metrics = stage.run_global(ctx)
+        path = ctx.decisions_path(part)
+        decisions = storage.read_parquet(path) if storage.exists(path) else None
+        storage.delete(storage.join(root, "_work"))
+    if decisions is None:
+        cols = {ORD: pa.int64(), REJECT_REASON: pa.string(), **stage.columns}
+        decisions = pa.table({n: pa.array([], t) for n, t in cols.items()})
+    return decisions, metrics
 
 
 def input_docs(files: Sequence[str]) -> int:

@@ -52,6 +52,15 @@ def plan_segments(specs: Sequence[StageSpec]) -> list[Segment]:
     return segments
 
 
+def segments_of(cfg: PipelineConfig) -> list[Segment]:
+    """The pipeline's segments, each knowing every output column (name, type)."""
+    segs, schema = plan_segments(cfg.stages), output_schema(cfg.stages)
+    columns = list(zip(schema.names, schema.types))
+    for s in segs:
+        s.columns = columns
+    return segs
+
+
 def build_stages(specs: Sequence[StageSpec]) -> list[Stage]:
     return [STAGES[s.name](s.config) for s in specs]
 
@@ -110,12 +119,17 @@ def _ensure_columns(out: pa.Table, columns: dict) -> pa.Table:
 
 def apply_stage(stage: Stage, table: pa.Table, decisions: pa.Table | None = None) -> tuple[pa.Table, dict]:
     """Run ``stage`` (or apply a global stage's ``decisions``) on the rows nobody rejected
-    yet; return the full batch, in order, and the stage's stats for this batch."""
+    yet; return the full batch, in order, and the stage's stats for this batch (a global
+    stage with no ``decisions`` runs on the batch alone: its metrics are its run's)."""
     t0 = time.perf_counter()
     alive = np.asarray(pc.is_null(table.column(REJECT_REASON)))
     n_in = int(alive.sum())
+    found: dict = {}
 
     def run(t: pa.Table) -> pa.Table:
+        if decisions is None and getattr(stage, "is_global", False):
+            t, found["metrics"] = stage.run_table(t)
+            return t
         if decisions is None:
             return stage(t)
         cols, reasons = stage.apply(t, decisions)
@@ -140,7 +154,7 @@ def apply_stage(stage: Stage, table: pa.Table, decisions: pa.Table | None = None
     st = {"in": n_in, "kept": n_in - int(newly.sum()),
           "rejected": count_reasons(out.column(REJECT_REASON).filter(pa.array(newly))),
           "seconds": time.perf_counter() - t0}
-    metrics = stage.metrics(out.filter(pa.array(alive))) if n_in else {}
+    metrics = found.get("metrics") or (stage.metrics(out.filter(pa.array(alive))) if n_in else {})
     if metrics:
         st["metrics"] = metrics
     return out, st

@@ -270,10 +270,11 @@ def _read_stats(out: str) -> dict | None:
 def _curate(cfg: PipelineConfig, tasks, journal: Journal, staging: str, show: bool, log, resumed: bool,
             default_log: bool = True) -> dict:
     """Every segment's map tasks and every global stage, into ``staging``; the report."""
-    from datacurate.engine import ray_backend
-    from datacurate.engine.context import GlobalContext, StagedOutputs
-    from datacurate.engine.local import input_docs
-    from datacurate.engine.process import work_dir
+    from datacurate.engine.context import StagedOutputs
+    from datacurate.engine.local import LocalContext, input_docs, run_global
+    from datacurate.engine.process import segments_of, work_dir
+    from datacurate.engine.ray import cluster, segments as ray_segments
+    from datacurate.engine.ray.context import RayContext
     from datacurate.stages import STAGES
 
     t0 = time.perf_counter()
@@ -284,11 +285,11 @@ def _curate(cfg: PipelineConfig, tasks, journal: Journal, staging: str, show: bo
     if show:
         log(f"[datacurate] {len(tasks)} read tasks over {len({t.path for t in tasks})} files -> {cfg.output.path}")
     os.environ[faults.DRIVER_ENV] = str(os.getpid())  # for the fault injection of tests (kill-driver)
-    started = ray_backend.init_ray(cfg.ray)
+    started = cluster.init_ray(cfg.ray)
     tracker = Progress(show, log=None if default_log else log)
     global_info: dict = {}
     skipped, total = 0, 0
-    segments = ray_backend.segments_of(run_cfg)
+    segments = segments_of(run_cfg)
     try:
         for seg in segments:
             later = [s.global_before.name for s in segments[seg.index + 1:]]
@@ -306,15 +307,13 @@ def _curate(cfg: PipelineConfig, tasks, journal: Journal, staging: str, show: bo
                     t1 = time.perf_counter()
                     index = next(i for i, s in enumerate(run_cfg.stages) if s is spec)  # two equal specs stay apart
                     files = storage.list_files(work_dir(staging, seg.index - 1), ".parquet")
-                    if input_docs(files) < cfg.ray.small_input_docs:
-                        res = ray_backend.run_global_in_one_task(
-                            spec=spec, cfg=run_cfg, seg_index=seg.index, journal=journal, final_out=final_out,
-                            outputs=outputs, run_config=cfg, spec_index=index)
-                        metrics, n_skipped = res["metrics"], res["skipped"]
-                    else:
-                        ctx = GlobalContext(run_cfg, seg.index, spec.name, journal, final_out, outputs,
-                                            run_config=cfg, spec_index=index, log=log, progress=tracker.phase)
-                        metrics, n_skipped = STAGES[spec.name](spec.config).run_global(ctx), ctx.skipped
+                    small = input_docs(files) < cfg.ray.small_input_docs  # all phases in one task, in-process
+                    ctx = (LocalContext if small else RayContext)(
+                        staging, spec.name, journal, files, final_out, outputs, seg.index, cfg.output.compression,
+                        cfg.stages[:index], to_dict(cfg), **({} if small else {"log": log, "progress": tracker.phase}))
+                    stage = STAGES[spec.name](spec.config)
+                    res = ray_segments.in_one_task(run_global, stage=stage, ctx=ctx) if small else run_global(stage, ctx)
+                    metrics, n_skipped = res["metrics"], res["skipped"]
                     info = {"metrics": metrics, "phase_seconds": time.perf_counter() - t1}
                     journal.record(f"g{seg.index}", "done", info)
                     skipped += n_skipped
@@ -338,11 +337,11 @@ def _curate(cfg: PipelineConfig, tasks, journal: Journal, staging: str, show: bo
                     "map tasks done before")
             skipped += len(items) - len(todo)
             total += len(items)
-            ray_backend.run_segment(run_cfg, seg.index, todo, lambda st, key: tracker(st, sizes[key]), journal)
-        ray_backend.unify_fields(run_cfg)  # idempotent: a resumed run does it again
+            ray_segments.run_segment(run_cfg, seg.index, todo, lambda st, key: tracker(st, sizes[key]), journal)
+        ray_segments.unify_fields(run_cfg)  # idempotent: a resumed run does it again
     finally:
         if started:
-            ray_backend.shutdown()
+            cluster.shutdown()
     if resumed:
         log(f"[datacurate] resume: in all, skipped {skipped} of {total} tasks and phases the interrupted run had done")
     _drop_temporaries(staging)

@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from datacurate.coerce import coerce
-from datacurate.schema import REJECT_REASON
+from datacurate.schema import ORD, REJECT_REASON
 
 
 class Stage:
@@ -57,12 +57,16 @@ class Stage:
     def __call__(self, table: pa.Table) -> pa.Table:
         if isinstance(table, dict):
             table = pa.table(table)
-        cols, reasons = self.annotate(table)
-        for name, arr in cols.items():
-            table = set_column(table, name, arr)
-        if reasons is None:
-            reasons = pa.nulls(table.num_rows, pa.string())
-        return set_column(table, REJECT_REASON, reasons)
+        return _annotated(table, *self.annotate(table))
+
+
+def _annotated(table: pa.Table, cols: dict, reasons: pa.Array | None) -> pa.Table:
+    """``table`` with a stage's annotation columns and reasons (null = keep) set."""
+    for name, arr in cols.items():
+        table = set_column(table, name, arr)
+    if reasons is None:
+        reasons = pa.nulls(table.num_rows, pa.string())
+    return set_column(table, REJECT_REASON, reasons)
 
 
 def set_column(table: pa.Table, name: str, values) -> pa.Table:
@@ -106,8 +110,9 @@ class GlobalStage(Stage):
     primitives (per-file tasks, groupbys, joins, sorts, actors), write a *decisions*
     table (``_ord``, ``reject_reason`` and the stage's annotation columns, one row per
     affected document) per part file; then every batch gets its decisions through
-    :meth:`apply`. Adding a global stage is its module plus one line in the registry. Called directly on one table
-    (``stage(table)``) a global stage runs all its phases in-process on that table.
+    :meth:`apply`. Adding a global stage is its module plus one line in the registry. Called
+    directly on one table (``stage(table)``, :meth:`run_table`) a global stage runs the
+    same :meth:`run_global` in this process, on that table alone.
     """
 
     is_global: ClassVar[bool] = True
@@ -118,28 +123,31 @@ class GlobalStage(Stage):
 
     def run_global(self, ctx) -> dict:
         """All phases over the whole corpus through the engine's primitives (``ctx``: a
-        :class:`datacurate.engine.context.GlobalContext`): write one decisions table per
-        part file (``ctx.decisions_path``); return the stage's metrics for stats.json."""
+        :class:`datacurate.engine.context.Context`): write one decisions table per part
+        file (``ctx.decisions_path``); return the stage's metrics for stats.json."""
         raise NotImplementedError
 
-    def decide_local(self, table: pa.Table) -> pa.Table:
-        """All phases in one process over ``table`` -> decisions table."""
-        raise NotImplementedError
+    def run_table(self, table: pa.Table, out: str | None = None) -> tuple[pa.Table, dict]:
+        """:meth:`run_global` over ``table`` alone, in this process: the table annotated (as
+        ``stage(table)``), and the metrics. ``out``: where the stage writes what a run
+        writes under OUT (by default a temporary directory, dropped)."""
+        from datacurate.engine.local import run_table  # the engine's in-process context runs the phases
+
+        if isinstance(table, dict):
+            table = pa.table(table)
+        with_ord = table if ORD in table.column_names else table.append_column(
+            ORD, pa.array(np.arange(table.num_rows, dtype=np.int64)))
+        decisions, metrics = run_table(self, with_ord, out)
+        return _annotated(table, *self.apply(with_ord, decisions)), metrics
+
+    def __call__(self, table: pa.Table) -> pa.Table:
+        return self.run_table(table)[0]
 
     def apply(self, table: pa.Table, decisions: pa.Table) -> tuple[dict[str, pa.Array], pa.Array]:
         """Join ``decisions`` to ``table`` by ``_ord``: annotation columns and reasons."""
-        from datacurate.schema import ORD
-
         pos = pc.index_in(table.column(ORD), value_set=decisions.column(ORD))
         cols = {}
         for name, typ in self.columns.items():
             col = decisions.column(name) if name in decisions.column_names else pa.nulls(decisions.num_rows, typ)
             cols[name] = pc.take(col, pos).cast(typ)
         return cols, pc.take(decisions.column(REJECT_REASON), pos).cast(pa.string())
-
-    def annotate(self, table: pa.Table):
-        from datacurate.schema import ORD
-
-        if ORD not in table.column_names:
-            table = table.append_column(ORD, pa.array(np.arange(table.num_rows, dtype=np.int64)))
-        return self.apply(table, self.decide_local(table))

@@ -275,7 +275,7 @@ class Decompose(GlobalStage):
         from datacurate.engine.stats import merge
 
         c = self.config
-        info = self.tokenizer_for(ctx.run_config.stages[:ctx.spec_index])
+        info = self.tokenizer_for(ctx.stages_before)
         final = self.output_dir(ctx.final_out)
         out_dir = ctx.stage_output(final, owns=(shards.MANIFEST, "tokenizer.json", "len*"))
         counts: dict = {}
@@ -293,34 +293,10 @@ class Decompose(GlobalStage):
                                  domain_ids=domain_ids, dtype=info.dtype.name):
             pieces += res["pieces"]
             merge(written, res["written"])
-        run = {"output": ctx.final_out, "config": ctx.run_config_dict}
+        run = {"output": ctx.final_out, "config": ctx.run_config_dict} if ctx.run_config_dict else {}  # {}: one table
         return {**finish(out_dir, c, info, counts, mix, self.source, pieces, written, run), "shards": final}
 
-    def decide_local(self, table: pa.Table) -> pa.Table:
-        """All four phases in this process over ``table``; shards go to ``output``."""
-        if not self.config.output:
+    def run_table(self, table: pa.Table, out: Optional[str] = None):
+        if not (self.config.output or out):  # else the shards would go to a temporary directory
             raise ValueError("decompose: set output (the shard directory) to run outside the engine")
-        counts, decisions = count_part(table, self.config)
-        return run_local([(table, "local")], self, self.config.output, [counts], [decisions])
-
-
-def run_local(parts: list[tuple[pa.Table, str]], stage: Decompose, out_dir: str,
-              counts: list[dict], decisions: list[pa.Table], info=None) -> pa.Table:
-    """Phases 2-4 over already counted in-memory parts (tests, the Python API)."""
-    from datacurate.engine.stats import merge
-
-    merged: dict = {}
-    for c in counts:
-        merge(merged, c)
-    info = info or stage.tokenizer_info()
-    shards.prepare_dir(out_dir, overwrite=True)
-    mix = mixture.plan({d: c["tokens_in_buckets"] for d, c in merged.items()}, stage.weights, stage.config.total_tokens)
-    rates = {d: m["rate"] for d, m in mix["domains"].items()}
-    domain_ids = {d: i for i, d in enumerate(sorted(merged))}
-    pieces, written = [], {}
-    for table, part in parts:
-        p, w = write_part(table, stage.config, part, out_dir, rates, domain_ids, info.dtype)
-        pieces += p
-        merge(written, w)
-    stage.last_metrics = finish(out_dir, stage.config, info, merged, mix, stage.source, pieces, written)
-    return pa.concat_tables(decisions)
+        return super().run_table(table, out)

@@ -404,12 +404,6 @@ class Decontaminate(GlobalStage):
         """Every benchmark reads and holds text to index (before any work)."""
         build_index(self.config)
 
-    def decide_local(self, table: pa.Table) -> pa.Table:
-        index = build_index(self.config)
-        dec, counts = decisions(table, index, self.config.min_matches)
-        self.last_report = leak_report(index, [counts], self.config)
-        return dec
-
     def run_global(self, ctx) -> dict:
         c = self.config
         index = build_index(c)

@@ -183,14 +183,6 @@ def survivor_order(k: pa.Table) -> np.ndarray:
     return np.lexsort((np.asarray(k["para"]), np.asarray(k[ORD]), -np.asarray(k["prio"])))
 
 
-def decide_shard(k: pa.Table, flt: ShardFilter, chunk: int) -> pa.Table:
-    """Phase 2 (one shard, all its keys): status of every key, in survivor order."""
-    order = survivor_order(k)
-    k = k.take(order)
-    status = flt.check_add(np.asarray(k["hi"]), np.asarray(k["lo"]), chunk)
-    return pa.table({ORD: k[ORD], "para": k["para"], "nchars": k["nchars"], "status": status})
-
-
 def decisions(status: pa.Table, cfg: ExactDedupConfig) -> pa.Table:
     """Phase 3 (per part file): the statuses of ALL keys of some documents -> one decision
     row per document with a repeat."""
@@ -292,20 +284,6 @@ class ExactDedup(GlobalStage):
     def filter_size(self) -> tuple[int, int]:
         bits, k = bloom_size(self.config.expected_items, self.config.false_positive_rate)
         return math.ceil(bits / self.config.num_shards), k
-
-    def decide_local(self, table: pa.Table) -> pa.Table:
-        k = keys(table, self.config)
-        bits, nk = self.filter_size()
-        prev = _load_shards(self.config.load_filter, self.config.num_shards)
-        parts = []
-        for s in range(self.config.num_shards):
-            sub = k.filter(pc.equal(k["shard"], s))
-            if sub.num_rows:
-                parts.append(decide_shard(sub, ShardFilter(bits, nk, prev[s] if prev else None), self.config.chunk))
-        if not parts:
-            return decisions(pa.table({ORD: pa.array([], pa.int64()), "para": pa.array([], pa.int32()),
-                                       "nchars": pa.array([], pa.int64()), "status": pa.array([], pa.int8())}), self.config)
-        return decisions(pa.concat_tables(parts), self.config)
 
     def run_global(self, ctx) -> dict:
         """Distributed: keys per batch -> one task per filter slice, feeding its actor in

@@ -298,24 +298,13 @@ def clusters(sigs: np.ndarray, cfg: NearDedupConfig) -> np.ndarray:
     return root
 
 
-def priority_scores(table: pa.Table, cfg: NearDedupConfig) -> Optional[np.ndarray]:
-    """Survivor score per row (higher wins; ties to input order), or None for "first"."""
-    if cfg.priority == "longest":
-        return np.asarray(pc.utf8_length(table.column(TEXT)), dtype=np.float64)
-    if cfg.priority == "column":
-        if cfg.priority_column not in table.column_names:
-            raise KeyError(f"near_dedup: priority_column '{cfg.priority_column}' is not a column")
-        return np.asarray(pc.fill_null(table.column(cfg.priority_column).cast(pa.float64()), -np.inf))
-    return None
-
-
 class NearDedup(GlobalStage):
     """Stage ``near_dedup``: MinHash-LSH clusters; one survivor per cluster.
 
     Rejected documents get ``near_dedup/dup_of:<survivor id>``; every clustered document
-    gets ``cluster_id`` (the survivor's id) and ``cluster_size``. The engine runs the
-    phases distributed (:func:`run_distributed`); ``stage(table)`` runs
-    :func:`clusters` on one table in-process.
+    gets ``cluster_id`` (the survivor's id) and ``cluster_size``. The phases
+    (:func:`run_distributed`) run on Ray, or in-process (small inputs, ``stage(table)``);
+    :func:`clusters` is the single-process reference they must equal.
     """
 
     name = "near_dedup"
@@ -324,22 +313,6 @@ class NearDedup(GlobalStage):
 
     def run_global(self, ctx) -> dict:
         return run_distributed(self.config, ctx)
-
-    def decide_local(self, table: pa.Table) -> pa.Table:
-        cfg = self.config
-        sigs = signatures(table.column(TEXT), cfg.num_perm, cfg.ngram, cfg.seed)
-        root = clusters(sigs, cfg)
-        size = np.bincount(root, minlength=len(root))[root]
-        member = np.flatnonzero(size > 1)
-        score = priority_scores(table, cfg)
-        surv = survivors(member, root[member], None if score is None else score[member])
-        ids = table.column(ID).combine_chunks() if ID in table.column_names else pa.array(
-            [str(i) for i in range(table.num_rows)])
-        surv_id = ids.take(pa.array(surv)).cast(pa.string())
-        reason = pc.if_else(pa.array(surv == member), pa.scalar(None, pa.string()),
-                            pc.binary_join_element_wise("near_dedup/dup_of:", surv_id, ""))
-        return pa.table({ORD: table.column(ORD).take(pa.array(member)), REJECT_REASON: reason,
-                         "cluster_id": surv_id, "cluster_size": pa.array(size[member], pa.int32())})
 
 
 # ----------------------------------------------------------------------------- distributed

@@ -268,31 +268,6 @@ class Dsir(GlobalStage):
             total += wp.features(texts, self.config.num_buckets, self.config.ngrams).counts(self.config.num_buckets)
         return total
 
-    def decide_local(self, table: pa.Table) -> pa.Table:
-        cfg = self.config
-        units = units_of(table, cfg.chunk_words)
-        feats = featurize(cfg, units)
-        if cfg.target.domains:
-            in_target = np.asarray(pc.is_in(table.column(DOMAIN), pa.array(cfg.target.domains)).fill_null(False))
-            tgt = feats.counts(cfg.num_buckets, in_target[units.parent])
-        else:
-            tgt = self.target_counts_from_files()
-        fit = raw_fit_mask(cfg, units)
-        raw = feats.counts(cfg.num_buckets, fit)
-        lr = log_ratio(tgt, raw, cfg.laplace)
-        logw = feats.per_doc(lr)
-        eligible = feats.n_tokens >= max(cfg.min_length, 1)
-        keys = sample_keys(cfg, logw, eligible, units.ords, units.chunk)
-        k = how_many(cfg.num_to_sample, int(eligible.sum()))
-        idx = top_k(keys, units.ords, units.chunk, k)
-        thr = (keys[idx[-1]], units.ords[idx[-1]], units.chunk[idx[-1]]) if len(idx) else (np.inf, 0, 0)
-        chosen = selected(keys, units.ords, units.chunk, thr)
-        rand = eligible & (uniform(cfg.seed, units.ords, units.chunk, salt=1) < k / max(eligible.sum(), 1))
-        self.last_report = report(cfg, tgt, raw, feats.counts(cfg.num_buckets, chosen),
-                                  feats.counts(cfg.num_buckets, rand), domain_counts(table, units, eligible),
-                                  domain_counts(table, units, chosen))
-        return decisions(cfg, table, units, logw, eligible, chosen)
-
     def run_global(self, ctx) -> dict:
         return run_distributed(self.config, ctx)
 

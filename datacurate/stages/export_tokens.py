@@ -39,10 +39,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from datacurate import megatron, storage
-from datacurate.schema import DOMAIN, ID, ORD, REJECT_REASON
+from datacurate.schema import DOMAIN, ID
 from datacurate.stages import mixture
 from datacurate.stages.base import GlobalStage
-from datacurate.stages.tokenize import TOKENS
+from datacurate.stages.tokenize import TOKENS, Tokenize
 
 MANIFEST = "export.json"
 OWNS = (MANIFEST, "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "data_path.txt", "data",
@@ -207,11 +207,12 @@ class ExportTokens(GlobalStage):
         return storage.abspath(self.config.path or storage.join(out, self.config.format))
 
     def tokenizer_for(self, before: list):
-        """The tokenizer of the last stage before this one that makes tokens."""
+        """The tokenizer of the last stage before this one that makes tokens (on one table,
+        ``stage(table)``: the tokenize stage's default, the shipped one)."""
         from datacurate.stages import STAGES
 
-        src = next(s for s in reversed(before) if getattr(STAGES[s.name], "makes_tokens", False))
-        return STAGES[src.name].tokenizer_of(src.config)
+        src = next((s for s in reversed(before) if getattr(STAGES[s.name], "makes_tokens", False)), None)
+        return Tokenize.tokenizer_of(Tokenize.Config()) if src is None else STAGES[src.name].tokenizer_of(src.config)
 
     def preflight(self, cfg, index: int) -> None:
         from datacurate.coerce import ConfigError
@@ -232,7 +233,7 @@ class ExportTokens(GlobalStage):
 
     def run_global(self, ctx) -> dict:
         c = self.config
-        info = self.tokenizer_for(ctx.run_config.stages[:ctx.spec_index])
+        info = self.tokenizer_for(ctx.stages_before)
         dtype = megatron.token_dtype(info.vocab_size) if c.format == "megatron" else np.dtype(np.int32)
         final = self.output_dir(ctx.final_out)
         out_dir = ctx.stage_output(final, owns=OWNS)
@@ -252,7 +253,3 @@ class ExportTokens(GlobalStage):
                     "tokenizer": info.to_dict(), **written, "source_run": ctx.final_out}
         storage.write_text(storage.join(out_dir, MANIFEST), json.dumps(manifest, indent=2))  # last: complete
         return {"format": c.format, "documents": documents, "tokens": tokens, "exported_to": final}
-
-    def decide_local(self, table: pa.Table) -> pa.Table:
-        """Nothing to decide: in-process (``stage(table)``) the stage writes nothing."""
-        return pa.table({ORD: pa.array([], pa.int64()), REJECT_REASON: pa.array([], pa.string())})

@@ -93,15 +93,17 @@ def test_fields_limit_what_is_indexed(quiz):
     assert reasons == [None, "decontaminate/quiz"]
 
 
-def test_leak_report_and_benchmark_choice(quiz, write_jsonl, write_parquet):
+def test_leak_report_and_benchmark_choice(quiz, write_jsonl, write_parquet, tmp_path):
     other = write_parquet("other.parquet", {"prompt": [QUESTION, "a b c"], "qid": [7, 8]})
     st = Decontaminate(benchmarks={"second": str(other), "first": str(quiz)}, id_field="qid")
     texts = [QUESTION, f"{OPTION}.", f"again {OPTION}", "clean text"]
-    reasons, records = run(st, texts)
+    out, metrics = st.run_table(pa.table({"text": texts}), out=str(tmp_path / "out"))  # the report: OUT/decontamination.json
+    reasons, records = out.column("reject_reason").to_pylist(), out.column("decontaminate_record").to_pylist()
     # the question is in both: the benchmark with most n-grams, then the first by name
     assert reasons == ["decontaminate/first", "decontaminate/first", "decontaminate/first", None]
     assert records == ["0", "0", "0", None]  # no qid in quiz.jsonl: the record's position
-    rep = st.last_report
+    rep = json.loads((tmp_path / "out" / "decontamination.json").read_text())
+    assert metrics["benchmarks"]["first"]["documents"] == 3 and not (tmp_path / "out" / "_work").exists()
     first, second = rep["benchmarks"]["first"], rep["benchmarks"]["second"]
     assert (first["records"], first["records_indexed"], first["records_too_short"]) == (3, 3, 0)
     assert (first["records_found"], first["documents"], first["found"]) == (1, 3, {"0": 3})

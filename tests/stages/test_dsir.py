@@ -67,13 +67,12 @@ def test_features_count_unigrams_and_bigrams_within_documents():
 def test_selects_the_target_domain_and_beats_random_kl(mixture):
     table, target = mixture
     st = Dsir(target={"path": [str(target)]}, num_to_sample=150, seed=1)
-    out = st(table)
+    out, rep = st.run_table(table)
     kept = out.filter(pc.is_null(out["reject_reason"]))
     assert kept.num_rows == 150
     share_pool = np.mean(np.asarray(table["domain"]) == "learned")
     share_sel = np.mean(np.asarray(kept["domain"]) == "learned")
     assert share_sel > 2.5 * share_pool, (share_sel, share_pool)
-    rep = st.last_report
     assert rep["kl_reduction"] > rep["kl_reduction_random"]
     assert rep["domains"]["learned"]["fraction"] == max(d["fraction"] for d in rep["domains"].values())
     # an independent random selection of the same size (numpy's RNG, not the stage's)
@@ -183,19 +182,18 @@ def test_short_documents_are_rejected_and_counted(tmp_path, mixture):
 def test_fraction_and_domain_target(mixture):
     table, _ = mixture
     st = Dsir(target={"domains": ["legal"]}, num_to_sample=0.1, min_length=1)
-    out = st(table)
+    out, rep = st.run_table(table)
     n_ok = int(pc.sum(pc.greater_equal(pc.utf8_length(table["text"]), 1)).as_py())
     assert int(pc.sum(pc.is_null(out["reject_reason"]).cast(pa.int64())).as_py()) == round(0.1 * n_ok)
-    assert st.last_report["domains"]["legal"]["fraction"] > 0.9
+    assert rep["domains"]["legal"]["fraction"] > 0.9
 
 
 def test_chunks_are_selected_and_documents_keep_their_selected_chunks(mixture):
     table, target = mixture
     small = table.slice(0, 200)
     st = Dsir(target={"path": [str(target)]}, num_to_sample=100, chunk_words=64, min_length=20)
-    dec = st.decide_local(small)
     out = st(small)
-    assert int(pc.sum(dec["dsir_chunks"]).as_py()) == 100
+    assert int(pc.sum(out["dsir_chunks"]).as_py()) == 100
     units = ds.units_of(small, 64)
     pieces = {}
     for p, c, t in zip(units.parent, units.chunk, units.texts.to_pylist()):
@@ -235,10 +233,10 @@ def test_missing_target_fails_before_any_work(tmp_path):
 def test_raw_fit_on_a_seeded_sample(mixture):
     table, target = mixture
     full = Dsir(target={"path": [str(target)]}, num_to_sample=150, seed=1)
-    full(table)
+    _, full_report = full.run_table(table)
     part = Dsir(target={"path": [str(target)]}, num_to_sample=150, seed=1, raw_fit_fraction=0.3)
-    out = part(table)
-    ratio = part.last_report["raw_ngrams_fitted"] / full.last_report["raw_ngrams_fitted"]
+    out, part_report = part.run_table(table)
+    ratio = part_report["raw_ngrams_fitted"] / full_report["raw_ngrams_fitted"]
     assert 0.2 < ratio < 0.4
     kept = out.filter(pc.is_null(out["reject_reason"]))
     assert np.mean(np.asarray(kept["domain"]) == "learned") > 2.5 * np.mean(np.asarray(table["domain"]) == "learned")

@@ -87,7 +87,7 @@ def test_update_rule_by_hand():
 
 
 def test_two_ray_train_workers_give_the_same_trajectory(ray_session, synthetic, tmp_path):
-    from datacurate.engine.train_ray import run_train
+    from datacurate.engine.ray.train import run_train
 
     root, shards, _ = synthetic
     ref = str(root / "out" / "reference" / "checkpoints" / "latest")

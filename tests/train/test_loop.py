@@ -81,7 +81,7 @@ def test_kill_9_then_resume_gives_the_uninterrupted_curve(shard_dir, tmp_path):
 
 
 def test_two_ray_train_workers_match_one(ray_session, shard_dir, tmp_path):
-    from datacurate.engine.train_ray import run_train
+    from datacurate.engine.ray.train import run_train
 
     one = train(cfg_of(shard_dir, tmp_path / "one", steps=12, data={"tokens_per_step": 2048}))
     two = run_train(cfg_of(shard_dir, tmp_path / "two", steps=12, workers=2, data={"tokens_per_step": 2048}))

@@ -35,7 +35,7 @@ def run_train(cfg, resume: bool = False, ray_cfg: RayConfig | None = None, objec
     from ray.train import RunConfig, ScalingConfig
     from ray.train.torch import TorchConfig, TorchTrainer
 
-    from datacurate.engine.ray_backend import init_ray, shutdown
+    from datacurate.engine.ray.cluster import init_ray, shutdown
     from datacurate.train.loop import pick_device
 
     started = init_ray(ray_cfg or RayConfig())

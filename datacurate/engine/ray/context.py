@@ -1,0 +1,82 @@
+"""``RayContext``: the :class:`datacurate.engine.context.Context` of a global stage run on
+Ray: per-file tasks and reads as Ray Data tasks, groupbys / joins / sorts as
+:class:`datacurate.engine.ray.data.Data`, stateful workers as Ray actors."""
+
+from __future__ import annotations
+
+import json
+import posixpath
+import time
+from typing import Callable, Sequence
+
+import pyarrow as pa
+import ray
+
+from datacurate import storage
+from datacurate.engine import faults
+from datacurate.engine.context import Context
+from datacurate.engine.journal import Journal
+from datacurate.engine.memory import give_back
+from datacurate.engine.ray.data import ActorRef, Data, map_items, shuffle_blocks
+from datacurate.schema import WPART
+
+
+def _read_files(batch: pa.Table, columns: list) -> pa.Table:
+    tables = []
+    for f in batch.column("item").to_pylist():
+        t = storage.read_parquet(f, columns=columns)
+        tables.append(t.append_column(WPART, pa.array([posixpath.basename(f)] * t.num_rows, pa.string())))
+    return pa.concat_tables(tables)
+
+
+def _per_file(batch: pa.Table, fn: Callable, kwargs: dict, stage: str, phase: str,
+              journal: Journal | None, kind: str) -> pa.Table:
+    keys, outs = [], []
+    for entry in batch.column("item").to_pylist():
+        key, item = json.loads(entry)
+        res = fn(item, **kwargs)
+        if journal is not None:
+            journal.record(kind, key, res)
+        faults.point(stage, phase)
+        give_back()
+        keys.append(key)
+        outs.append(json.dumps(res))
+    return pa.table({"key": keys, "out": outs})
+
+
+class RayContext(Context):
+    """A :class:`Context` whose primitives run on Ray (see the module docstring)."""
+
+    def read(self, files: Sequence[str], columns: Sequence[str]) -> Data:
+        """Columns of Parquet files as a :class:`Data`, plus ``_wpart`` (each row's file name).
+
+        One task per file (one CPU each, like every per-file phase) reads it through the
+        storage seam (local or S3). Not ``ray.data.read_parquet``: its footer and listing
+        tasks ask for no CPU, so Ray starts a worker process for each one running at once
+        (10-20 extra processes of 100-700 MB each were measured at the memory peak of a
+        100k-document run)."""
+        files = list(files)
+        return Data(map_items(files, _read_files, {"columns": list(columns)}), self.stage, blocks=len(files),
+                    max_blocks=shuffle_blocks(files))
+
+    def _run_items(self, phase: str, fn: Callable, todo: list, kwargs: dict, journal: Journal | None,
+                   kind: str) -> dict:
+        """Run ``fn`` on the (key, item) pairs of ``todo``, one Ray task each; {key: result}."""
+        started, out = time.perf_counter(), {}
+        ds = map_items([json.dumps(list(t)) for t in todo], _per_file,
+                       {"fn": fn, "kwargs": kwargs, "stage": self.stage, "phase": phase, "journal": journal,
+                        "kind": kind})
+        for i, row in enumerate(ds.iter_rows(), start=1):
+            out[row["key"]] = json.loads(row["out"])
+            if self.progress is not None:
+                self.progress(self.stage, phase, i, len(todo), started)
+        return out
+
+    def actors(self, cls: type, args: Sequence[tuple]) -> list[ActorRef]:
+        """One actor of ``cls(*a)`` per entry of ``args`` (no CPU reserved: they hold state)."""
+        remote = ray.remote(num_cpus=0)(cls)
+        return [ActorRef(remote.remote(*a)) for a in args]
+
+    def release(self, actors: Sequence[ActorRef]) -> None:
+        for a in actors:
+            ray.kill(a.handle)
