@@ -155,7 +155,7 @@ def _entry_name(entry) -> str:
 def arm_pipeline(cfg: AblationConfig, name: str) -> PipelineConfig:
     """The arm's curation as a pipeline on the shared input, writing ``OUT/<arm>/curated``
     (its shards there too, wherever its YAML put them); no train: section."""
-    from datacurate.stages import STAGES
+    from datacurate.registry import STAGES
 
     arm, where = cfg.arms[name], f"arms.{name}"
     if arm.stages is not None:

@@ -108,7 +108,8 @@ transformers = pytest.importorskip("transformers")
 def test_multiple_choice_scorer_agrees_with_transformers_on_an_exported_model(tmp_path):
     """A tiny model trained on sample shards, exported; the same task scored by our scorer
     and by GPT2LMHeadModel + AutoTokenizer with the harness's recipe by hand."""
-    from datacurate.stages import Decompose, Tokenize
+    from datacurate.stages.decompose import Decompose
+    from datacurate.stages.tokenize import Tokenize
     from datacurate.train import checkpoint
     from datacurate.train.config import load_train_config
     from datacurate.train.export import export_model

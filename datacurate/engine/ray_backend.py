@@ -34,7 +34,7 @@ from datacurate.engine.memory import give_back
 from datacurate.engine.process import (
     build_stages, curate_task, curate_work_file, output_schema, plan_segments,
 )
-from datacurate.stages import STAGES
+from datacurate.registry import STAGES
 
 _STAGE_CACHE: dict = {}  # per worker process: models load once, not once per task
 

@@ -208,7 +208,7 @@ class ExportTokens(GlobalStage):
 
     def tokenizer_for(self, before: list):
         """The tokenizer of the last stage before this one that makes tokens."""
-        from datacurate.stages import STAGES
+        from datacurate.registry import STAGES
 
         src = next(s for s in reversed(before) if getattr(STAGES[s.name], "makes_tokens", False))
         return STAGES[src.name].tokenizer_of(src.config)
