@@ -52,7 +52,10 @@ def import_tree(root: Path) -> dict:
     try:
         mod = importlib.import_module("datacurate.stages")
         assert Path(mod.__file__).resolve().is_relative_to(root.resolve()), mod.__file__
-        return dict(mod.STAGES)
+        try:  # the registry has its own module since issue 25; older trees keep it in stages/
+            return dict(importlib.import_module("datacurate.registry").STAGES)
+        except ModuleNotFoundError:
+            return dict(mod.STAGES)
     finally:
         sys.path.remove(str(root))
 

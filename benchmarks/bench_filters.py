@@ -48,7 +48,8 @@ import pyarrow as pa  # noqa: E402
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import eval_decontaminate  # noqa: E402
 
-from datacurate.stages import Pii, UrlFilter  # noqa: E402
+from datacurate.stages.pii import Pii  # noqa: E402
+from datacurate.stages.url_filter import UrlFilter  # noqa: E402
 from datacurate.stages.decontaminate import DecontaminateConfig, build_index, decisions  # noqa: E402
 
 BLOCKLIST = ROOT / "sample_data" / "blocklist"

@@ -73,7 +73,8 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from datacurate import Pipeline  # noqa: E402
-from datacurate.stages import Decompose, Tokenize  # noqa: E402
+from datacurate.stages.decompose import Decompose  # noqa: E402
+from datacurate.stages.tokenize import Tokenize  # noqa: E402
 from datacurate.train import checkpoint  # noqa: E402
 from datacurate.train.config import load_train_config  # noqa: E402
 from datacurate.train.data import DataConfig, ShardDataset, StepSampler  # noqa: E402

@@ -26,7 +26,8 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import bench_pipeline_scale as bench  # noqa: E402
 from datacurate.config import load_config  # noqa: E402
-from datacurate.engine import context, ray_backend, run_pipeline  # noqa: E402
+from datacurate.engine import run_pipeline  # noqa: E402
+from datacurate.engine.ray import context, data, segments  # noqa: E402
 
 ME = psutil.Process()
 T0 = time.time()
@@ -41,31 +42,31 @@ def rss(tag: str) -> None:
 
 
 def instrument() -> None:
-    run_segment = ray_backend.run_segment
+    run_segment = segments.run_segment
 
     def segment(cfg, seg_index, items, on_stats, journal=None):
         rss(f"segment {seg_index} start ({len(items)} items)")
         run_segment(cfg, seg_index, items, on_stats, journal)
         rss(f"segment {seg_index} end")
 
-    ray_backend.run_segment = segment
-    run_items = context.GlobalContext._run_items
+    segments.run_segment = segment
+    run_items = context.RayContext._run_items
 
     def items(self, phase, *a, **k):
         out = run_items(self, phase, *a, **k)
         rss(f"  {self.stage} {phase} end")
         return out
 
-    context.GlobalContext._run_items = items
+    context.RayContext._run_items = items
     for name in ("count", "rows", "materialize", "sorted_head"):
-        fn = getattr(context.Data, name)
+        fn = getattr(data.Data, name)
 
         def wrapped(self, *a, _fn=fn, _name=name, **k):
             out = _fn(self, *a, **k)
             rss(f"  Data.{_name}")
             return out
 
-        setattr(context.Data, name, wrapped)
+        setattr(data.Data, name, wrapped)
 
 
 class PeakWatch(threading.Thread):

@@ -49,7 +49,7 @@ def load(path: Path, n: int) -> pa.Table:
 
 
 def build(name: str):
-    from datacurate.stages import STAGES
+    from datacurate.registry import STAGES
 
     raw = yaml.safe_load((ROOT / "pipelines" / "sample.yaml").read_text())
     params = next(p for e in raw["stages"] for k, p in e.items() if k == name) or {}

@@ -15,7 +15,7 @@ The normalisation (:func:`normalize`) is the same at training and inference; its
 settings are written into the model card (``<model>.json``) and read back by
 :class:`FastTextScorer`, so a retrained model cannot silently disagree with the stage.
 Splitting punctuation off words (``"word,"`` -> ``word ,``) costs a pass over the text
-(in NumPy, :func:`datacurate.stages.charclass.spaced`) but is worth it on small
+(in NumPy, :func:`datacurate.text.charclass.spaced`) but is worth it on small
 training sets: on the recipes' held-out splits it lifted quality ROC-AUC from 0.952 to
 0.977, and F1 from 0.79 to 0.90 for the first toxicity model (distilled from its teacher
 alone, scored against the teacher's labels; not re-measured for the model shipped now,
@@ -26,7 +26,6 @@ a card (DCLM's, say) gets fastText's usual input: newlines as spaces, nothing el
 from __future__ import annotations
 
 import dataclasses
-import functools
 import hashlib
 import json
 import os
@@ -42,87 +41,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-HIST_BINS = [f"{i / 10:.1f}-{(i + 1) / 10:.1f}" for i in range(10)]
-
-
-# fastText splits words at ASCII white space only; every other separator (and the
-# newlines it must not see: one example per line) becomes spaces. Runs of spaces are
-# left as they are: fastText reads them as one separator.
-_SPACES = r"[\t\n\v\f\r\x{85}\x{a0}\x{1680}\x{2000}-\x{200a}\x{2028}\x{2029}\x{202f}\x{205f}\x{3000}]"
-
-
-@functools.cache
-def _split_classes():
-    """(punctuation and symbols, spaces): the classes of the punctuation split, per process."""
-    from datacurate.stages.charclass import RegexClass
-
-    return RegexClass(r"[\pP\pS]"), RegexClass(_SPACES)
-
-
-def normalize(text: pa.Array | pa.ChunkedArray | list, lowercase: bool = False, max_chars: int = 100_000,
-              split_punctuation: bool = False) -> pa.Array:
-    """One line per document; optionally lowercased, punctuation and symbols split off as tokens."""
-    if not isinstance(text, (pa.Array, pa.ChunkedArray)):
-        text = pa.array(text, pa.large_string())
-    t = pc.utf8_slice_codeunits(text.fill_null(""), 0, max_chars)
-    if lowercase:
-        t = pc.utf8_lower(t)
-    if split_punctuation:  # = replace_substring_regex(t, "([\pP\pS])|" + _SPACES, " \1 "), 3x faster
-        from datacurate.stages.charclass import spaced
-
-        t = spaced(t, *_split_classes())
-    else:
-        t = pc.replace_substring_regex(t, _SPACES, " ")
-    return pc.utf8_trim_whitespace(t)
-
-
-def score_histogram(scores: np.ndarray) -> dict[str, int]:
-    """Counts in ten fixed bins 0.0-0.1 ... 0.9-1.0 (NaN = unscored, left out)."""
-    s = scores[~np.isnan(scores)]
-    counts, _ = np.histogram(s, bins=np.linspace(0.0, 1.0, 11))
-    return {b: int(c) for b, c in zip(HIST_BINS, counts)}
-
-
-def load_card(model_path: str | Path) -> dict:
-    card = Path(model_path).with_suffix(".json")
-    return json.loads(card.read_text()) if card.is_file() else {}
-
-
-class FastTextScorer:
-    """P(``label``) for every document of a batch, in one C++ ``predict`` call."""
-
-    def __init__(self, path: str | Path, label: str, max_chars: int = 100_000):
-        from datacurate.stages.langid import load_fasttext
-
-        self.model = load_fasttext(path)
-        labels = [lab.removeprefix("__label__") for lab in self.model.get_labels()]
-        if label not in labels:
-            raise ValueError(f"{path}: no label {label!r} in the model (labels: {labels})")
-        self.label, self.binary = "__label__" + label, len(labels) == 2
-        # as trained (the card); a model without a card gets fastText's usual input
-        norm = load_card(path).get("normalization", {})
-        self.lowercase = bool(norm.get("lowercase", False))
-        self.split_punctuation = bool(norm.get("split_punctuation", False))
-        self.max_chars = max_chars
-
-    def score(self, text: pa.Array | pa.ChunkedArray | list) -> np.ndarray:
-        """float32 scores; NaN where nothing is left after normalisation (empty text)."""
-        lines = normalize(text, self.lowercase, self.max_chars, self.split_punctuation)
-        empty = np.asarray(pc.equal(pc.utf8_length(lines), 0))
-        out = np.full(len(lines), np.nan, dtype=np.float32)
-        idx = np.flatnonzero(~empty)
-        if len(idx):
-            todo = lines.take(pa.array(idx)).to_pylist()
-            if self.binary:  # two-class softmax: P(other) = 1 - P(top)
-                labels, probs = self.model.predict(todo, k=1)
-                top = np.array([p[0] for p in probs], dtype=np.float32)
-                hit = np.array([lab[0] == self.label for lab in labels])
-                out[idx] = np.clip(np.where(hit, top, 1.0 - top), 0.0, 1.0)
-            else:
-                labels, probs = self.model.predict(todo, k=-1)
-                out[idx] = [dict(zip(lab, p)).get(self.label, 0.0) for lab, p in zip(labels, probs)]
-        return out
-
+from datacurate.models.fasttext_model import FastTextScorer, load_card, normalize  # noqa: F401 - re-exported
 
 # ----------------------------------------------------------------------------- metrics
 
@@ -225,7 +144,7 @@ def read_examples(cfg: TrainConfig) -> tuple[list[str], np.ndarray, np.ndarray, 
     """-> (raw texts, labels, groups, per-label counts, train_only mask); bad records are
     skipped and counted. Examples of ``train_only`` files come last, marked by the mask;
     their groups are prefixed ``train_only:`` so none is counted as a group of the others."""
-    from datacurate.config import InputConfig
+    from datacurate.input_config import InputConfig
     from datacurate.io import plan_reads, read_task
 
     parts = [(p, cfg.positive_label, False) for p in cfg.positive]

@@ -47,7 +47,7 @@ def _describe(cls: type, prefix: str = "  ") -> list[str]:
 
 
 def cmd_stages(args) -> int:
-    from datacurate.stages import STAGES
+    from datacurate.registry import STAGES
 
     for name, cls in STAGES.items():
         doc = (cls.__dict__.get("__doc__") or inspect.getmodule(cls).__doc__ or "").strip().splitlines()[0]

@@ -163,7 +163,7 @@ def load_config(
     ray_address: str | None = None,
 ) -> PipelineConfig:
     """YAML file (or dict) + overrides -> validated :class:`PipelineConfig`."""
-    from datacurate.stages import STAGES
+    from datacurate.registry import STAGES
 
     raw = dict(source) if isinstance(source, dict) else read_yaml(source, "pipeline")
     for item in overrides or []:
@@ -233,7 +233,7 @@ def pipeline_train_config(raw: Any, cfg: PipelineConfig, section: str):
                "doremi": {**(raw.get("doremi") or {}), **{k: v for k, v in raw.items() if k in own}}}
     tc = coerce(raw, cls, section)
     if tc.shards is None:
-        from datacurate.stages import STAGES
+        from datacurate.registry import STAGES
 
         dec = next((s for s in cfg.stages if getattr(STAGES[s.name], "writes_shards", False)), None)
         if dec is None:
@@ -247,7 +247,7 @@ def pipeline_train_config(raw: Any, cfg: PipelineConfig, section: str):
 def check_order(specs: list[StageSpec]) -> None:
     """Every stage's ``requires`` (e.g. decompose needs tokenize) runs before it, and no
     stage that rewrites text runs after tokenize."""
-    from datacurate.stages import STAGES
+    from datacurate.registry import STAGES
 
     for i, spec in enumerate(specs):
         for need in getattr(STAGES[spec.name], "requires", ()):

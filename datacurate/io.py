@@ -29,7 +29,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from datacurate import fields, storage
-from datacurate.config import InputConfig
+from datacurate.input_config import InputConfig
 from datacurate.schema import (
     BASE_COLUMNS, DOMAIN, ID, INPUT_STAGE, ORD, REJECT_REASON, REJECT_STAGE, SOURCE, TEXT, is_internal,
 )

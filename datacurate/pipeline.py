@@ -17,7 +17,7 @@ from datacurate.config import (
     InputConfig, OutputConfig, PipelineConfig, RayConfig, StageSpec, check_order, coerce, load_config, to_dict,
 )
 from datacurate.schema import BASE_COLUMNS, REJECT_COLUMNS, TEXT
-from datacurate.stages import Stage
+from datacurate.stages.base import Stage
 
 
 class Pipeline:

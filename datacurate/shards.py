@@ -37,7 +37,7 @@ import numpy as np
 import xxhash
 
 from datacurate import storage
-from datacurate.config import ConfigError
+from datacurate.coerce import ConfigError
 
 FORMAT = "datacurate-token-shards"
 VERSION = 1

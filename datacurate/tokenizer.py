@@ -22,7 +22,7 @@ from typing import Iterable, Iterator, Optional
 import numpy as np
 
 from datacurate import storage
-from datacurate.config import ConfigError
+from datacurate.coerce import ConfigError
 
 DEFAULT_TOKENIZER = Path(__file__).resolve().parent / "resources" / "tokenizers" / "sample-bpe-8k.json"
 EOS_TOKEN = "<|endoftext|>"
@@ -126,7 +126,7 @@ def iter_texts(paths: list[str], batch_rows: int = 2048) -> Iterator[list[str]]:
     batch by batch; rows the reader rejects (malformed JSON …) are skipped."""
     import pyarrow.compute as pc
 
-    from datacurate.config import InputConfig
+    from datacurate.input_config import InputConfig
     from datacurate.io import plan_reads, read_task
     from datacurate.schema import REJECT_REASON, TEXT
 

@@ -5,7 +5,8 @@ from pathlib import Path
 import pytest
 
 from datacurate.config import ConfigError, PipelineConfig, dump_config, load_config
-from datacurate.stages import HeuristicsConfig, LangIdConfig
+from datacurate.stages.heuristics import HeuristicsConfig
+from datacurate.stages.langid import LangIdConfig
 
 
 def base(**extra) -> dict:

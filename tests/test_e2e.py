@@ -16,7 +16,9 @@ from datacurate import pipeline as api
 from datacurate.config import load_config
 from datacurate.engine import run_pipeline
 from datacurate.io import detect_format
-from datacurate.stages import STAGES, Heuristics, LangId
+from datacurate.registry import STAGES
+from datacurate.stages.heuristics import Heuristics
+from datacurate.stages.langid import LangId
 
 REPO = Path(__file__).resolve().parent.parent
 CORPUS = REPO / "sample_data" / "corpus"

@@ -11,7 +11,8 @@ import pytest
 
 from datacurate import Pipeline, shards
 from datacurate.config import ConfigError
-from datacurate.stages import Decompose, Tokenize
+from datacurate.stages.decompose import Decompose
+from datacurate.stages.tokenize import Tokenize
 from datacurate.tokenizer import DEFAULT_TOKENIZER, file_sha256
 from datacurate.train.data import ShardDataset
 

@@ -18,7 +18,7 @@ from datacurate.classify import (
 )
 from datacurate.cli import main
 from datacurate.config import ConfigError
-from datacurate.stages import Quality
+from datacurate.stages.quality import Quality
 
 TARGET = Path(__file__).resolve().parents[1] / "sample_data" / "target" / "target.jsonl"
 FAST = {"fasttext": {"epoch": 10, "dim": 16, "bucket": 20_000}, "quantize": {"cutoff": 2_000}}

@@ -28,7 +28,6 @@ import pyarrow.compute as pc
 
 from datacurate import storage
 from datacurate.engine.journal import Journal
-from datacurate.schema import WPART  # noqa: F401 - TEMP until main moves the stages to schema.WPART
 
 
 def _stderr(message: str) -> None:

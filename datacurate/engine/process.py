@@ -27,7 +27,8 @@ from datacurate.schema import (
     BASE_COLUMNS, INPUT_STAGE, INTERNAL_COLUMNS, ORD, REJECT_COLUMNS, REJECT_REASON, REJECT_STAGE, is_internal,
     part_name,
 )
-from datacurate.stages import STAGES, Stage
+from datacurate.registry import STAGES
+from datacurate.stages.base import Stage
 
 
 @dataclass

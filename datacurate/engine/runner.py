@@ -30,7 +30,7 @@ OWNED = ("kept", "rejected", "stats.json", "config.yaml", "_work", "report.html"
 def _owned(cfg: PipelineConfig) -> tuple[str, ...]:
     """What a run writes under OUT: OWNED, the default outputs stages declare
     (``Stage.default_outputs``), and train/ and doremi/ when its sections write there."""
-    from datacurate.stages import STAGES
+    from datacurate.registry import STAGES
 
     declared = tuple(sorted({n for cls in STAGES.values() for n in getattr(cls, "default_outputs", ())}))
     extra = tuple(name for name, sec in (("doremi", cfg.doremi), ("train", cfg.train))
@@ -72,7 +72,7 @@ def check_output(cfg: PipelineConfig) -> None:
 
 def _remote_outputs(cfg: PipelineConfig) -> list[str]:
     """The ``s3://`` places a run writes: OUT, and a decompose, train or doremi output."""
-    from datacurate.stages import STAGES
+    from datacurate.registry import STAGES
 
     keys = [(s, STAGES[s.name].output_key) for s in cfg.stages]
     urls = [cfg.output.path] + [getattr(s.config, k) for s, k in keys if k and getattr(s.config, k)]
@@ -168,7 +168,7 @@ def run_pipeline(cfg: PipelineConfig, progress: bool | None = None, log: Callabl
 
 def _run(cfg: PipelineConfig, progress: bool | None, log: Callable[[str], None], resume: bool, report: bool,
          default_log: bool = True) -> dict:
-    from datacurate.stages import GlobalStage
+    from datacurate.stages.base import GlobalStage
 
     tasks = plan_reads(cfg.input, reserved=reserved_columns(cfg.stages))  # fails fast on bad inputs and fields
     for url in _remote_outputs(cfg):
@@ -275,7 +275,7 @@ def _curate(cfg: PipelineConfig, tasks, journal: Journal, staging: str, show: bo
     from datacurate.engine.process import segments_of, work_dir
     from datacurate.engine.ray import cluster, segments as ray_segments
     from datacurate.engine.ray.context import RayContext
-    from datacurate.stages import STAGES
+    from datacurate.registry import STAGES
 
     t0 = time.perf_counter()
     run_cfg = copy.deepcopy(cfg)
@@ -357,7 +357,7 @@ def _curate(cfg: PipelineConfig, tasks, journal: Journal, staging: str, show: bo
 
 def stats_key(spec) -> str:
     """A stage's key in stats.json (its name; two exports in one pipeline differ)."""
-    from datacurate.stages import STAGES
+    from datacurate.registry import STAGES
 
     return STAGES[spec.name].stats_key(spec.config)
 

@@ -4,24 +4,13 @@ from __future__ import annotations
 
 from collections import Counter
 
+from datacurate.dicts import merge  # noqa: F401 - re-exported: the engine sums its stats with it
 from datacurate.stages.base import value_counts
 
 
 def count_reasons(reasons) -> dict:
     """Rejections by rule (the detail after ':' in a reason, e.g. a survivor id, is dropped)."""
     return value_counts(reasons, strip_detail=True)
-
-
-def merge(into: dict, other: dict) -> dict:
-    """Recursively add ``other`` into ``into`` (numbers summed, dicts merged)."""
-    for k, v in other.items():
-        if isinstance(v, dict):
-            merge(into.setdefault(k, {}), v)
-        elif isinstance(v, (int, float)) and not isinstance(v, bool):
-            into[k] = into.get(k, 0) + v
-        else:
-            into[k] = v
-    return into
 
 
 def finalize(stats: dict, stage_order: list[str], wall_seconds: float) -> dict:

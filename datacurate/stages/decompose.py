@@ -35,6 +35,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from datacurate import shards
+from datacurate.dicts import merge
 from datacurate.schema import DOMAIN, ID, ORD, REJECT_REASON
 from datacurate.stages import mixture
 from datacurate.stages.base import GlobalStage
@@ -249,7 +250,7 @@ class Decompose(GlobalStage):
         """The tokenizer of the shards: that of the last stage before this one that makes
         tokens, else the ``tokenizer`` key (a different one is a one-line error)."""
         from datacurate.coerce import ConfigError
-        from datacurate.stages import STAGES
+        from datacurate.registry import STAGES
 
         src = next((s for s in reversed(before) if getattr(STAGES[s.name], "makes_tokens", False)), None)
         if src is None:
@@ -272,8 +273,6 @@ class Decompose(GlobalStage):
     def run_global(self, ctx) -> dict:
         """Phases 1 and 3 as one task per part file, 2 and 4 on the driver; the shard set
         replaces an earlier one only when the run completes."""
-        from datacurate.engine.stats import merge
-
         c = self.config
         info = self.tokenizer_for(ctx.stages_before)
         final = self.output_dir(ctx.final_out)

@@ -65,9 +65,9 @@ from datacurate import storage
 from datacurate.coerce import ConfigError
 from datacurate.schema import ORD, REJECT_REASON, TEXT
 from datacurate.stages.base import GlobalStage
-from datacurate.stages.charclass import RegexClass, removed
-from datacurate.stages.minhash import _COEF, MAX_NGRAM, _words, spans_by_runs
-from datacurate.stages.textstats import mix
+from datacurate.text.charclass import RegexClass, removed
+from datacurate.text.minhash import COEF, MAX_NGRAM, spans_by_runs, word_hashes
+from datacurate.text.textstats import mix
 
 RECORD, NGRAMS = "decontaminate_record", "decontaminate_ngrams"
 REPORT = "decontamination.json"
@@ -100,7 +100,7 @@ class DecontaminateConfig:
 # ----------------------------------------------------------------------------- words and keys
 def words(texts: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
     """(64-bit hash of every normalised word, (D+1,) word offsets per text)."""
-    return spans_by_runs(removed(pc.utf8_lower(pc.fill_null(texts, "")), PUNCT), _words)
+    return spans_by_runs(removed(pc.utf8_lower(pc.fill_null(texts, "")), PUNCT), word_hashes)
 
 
 def ngram_keys(h: np.ndarray, off: np.ndarray, lengths) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -116,7 +116,7 @@ def ngram_keys(h: np.ndarray, off: np.ndarray, lengths) -> tuple[np.ndarray, np.
     out = [], [], [], []
     with np.errstate(over="ignore"):
         for i in range(min(max(lengths, default=0), len(h))):  # longer k-grams: none fits
-            acc[: len(h) - i] += h[i:] * _COEF[i]
+            acc[: len(h) - i] += h[i:] * COEF[i]
             if i + 1 in lengths:
                 ok = remaining >= i + 1
                 for lst, v in zip(out, (mix(acc[ok], np.uint64(i + 1)), doc[ok], pos[ok],

@@ -35,8 +35,8 @@ import pyarrow.compute as pc
 import xxhash
 
 from datacurate import storage
-from datacurate.schema import ORD, REJECT_REASON, TEXT
-from datacurate.stages import textstats as ts
+from datacurate.schema import ORD, REJECT_REASON, TEXT, WPART
+from datacurate.text import textstats as ts
 from datacurate.stages.base import GlobalStage
 
 
@@ -243,16 +243,12 @@ class FilterShard:
 
 
 def _phase_keys(batch: pa.Table, cfg: ExactDedupConfig) -> pa.Table:
-    from datacurate.engine.context import WPART
-
     k = keys(batch, cfg)
     pos = pc.index_in(k[ORD], value_set=batch[ORD])
     return k.append_column(WPART, pc.take(batch[WPART], pos))
 
 
 def _phase_decide(group: pa.Table, actors, chunk: int) -> pa.Table:
-    from datacurate.engine.context import WPART
-
     shard = group["shard"][0].as_py()
     group = group.take(survivor_order(group))
     status = actors[shard].call("check_add", f"shard-{shard}", group["hi"].to_numpy(), group["lo"].to_numpy(), chunk)
@@ -261,7 +257,6 @@ def _phase_decide(group: pa.Table, actors, chunk: int) -> pa.Table:
 
 
 def _phase_write(group: pa.Table, cfg: ExactDedupConfig, out_dir: str, compression: str) -> pa.Table:
-    from datacurate.engine.context import WPART
     from datacurate.io import write_atomic
 
     name = group[WPART][0].as_py()
@@ -295,8 +290,6 @@ class ExactDedup(GlobalStage):
                    "target_false_positive_rate": c.false_positive_rate}
         if not ctx.files:
             return metrics
-        from datacurate.engine.context import WPART
-
         actors = ctx.actors(FilterShard, [(bits, k, c.load_filter, s, c.num_shards) for s in range(c.num_shards)])
         cols = [ORD, TEXT] + ([c.priority_column] if c.priority_column else [])
         status = (ctx.read(ctx.files, cols).map("keys", _phase_keys, cfg=c)

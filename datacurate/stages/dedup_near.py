@@ -46,10 +46,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from datacurate.schema import ID, ORD, REJECT_REASON, TEXT
+from datacurate.schema import ID, ORD, REJECT_REASON, TEXT, WPART
 from datacurate.stages.base import GlobalStage
-from datacurate.stages.minhash import MAX_NGRAM, normalize, signatures
-from datacurate.stages.textstats import mix
+from datacurate.text.minhash import MAX_NGRAM, normalize, signatures
+from datacurate.text.textstats import mix
 
 __all__ = [
     "NearDedupConfig", "normalize", "signatures", "optimal_params", "s_curve", "band_keys", "bucket_edges",
@@ -413,8 +413,6 @@ def _phase_root_partition(batch: pa.Table, parts: int) -> pa.Table:
 
 
 def _phase_survivors(group: pa.Table) -> pa.Table:
-    from datacurate.engine.context import WPART
-
     # rows: node, root, prio, id, wpart of the cluster members in this partition (roots repeat)
     _, first = np.unique(group["node"].to_numpy(), return_index=True)
     group = group.take(pa.array(np.sort(first)))
@@ -435,7 +433,6 @@ def _phase_survivors(group: pa.Table) -> pa.Table:
 
 def _phase_write(group: pa.Table, out_dir: str, compression: str) -> pa.Table:
     from datacurate import storage
-    from datacurate.engine.context import WPART
     from datacurate.io import write_atomic
 
     name = group[WPART][0].as_py()
@@ -449,8 +446,6 @@ def run_distributed(c: NearDedupConfig, ctx) -> dict:
     import posixpath
 
     from datacurate import storage
-    from datacurate.engine.context import WPART
-
     bands, rows = c.banding()
     verify_thr = c.verify_cutoff()
     metrics = {"bands": bands, "rows": rows, "num_perm": c.num_perm, "ngram": c.ngram, "threshold": c.threshold,

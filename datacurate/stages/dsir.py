@@ -2,7 +2,7 @@
 
 DSIR picks the raw documents that look like a target corpus. Both are modelled as bags
 of hashed n-grams (word-punct unigrams + bigrams, lowercased, into ``num_buckets`` =
-10,000 buckets, :mod:`datacurate.stages.wordpunct`); a raw document x gets the
+10,000 buckets, :mod:`datacurate.text.wordpunct`); a raw document x gets the
 importance weight ``log w(x) = sum_k c_k(x) (log p_tgt[k] - log p_raw[k])`` and k
 documents are drawn without replacement with probability proportional to w, by the
 Gumbel top-k trick (keep the k largest ``log w + G``, G ~ Gumbel(0, 1)). In the paper,
@@ -45,9 +45,9 @@ import pyarrow.compute as pc
 
 from datacurate import storage
 from datacurate.schema import DOMAIN, ORD, REJECT_REASON, TEXT
-from datacurate.stages import wordpunct as wp
+from datacurate.text import wordpunct as wp
 from datacurate.stages.base import GlobalStage
-from datacurate.stages.topk import gumbel, selected, top_k, uniform
+from datacurate.text.topk import gumbel, selected, top_k, uniform
 
 EPS = 1e-8  # the reference's floor inside the logs when there is no smoothing
 _SEP = "\ufdd0"  # a Unicode noncharacter: marks chunk boundaries while splitting

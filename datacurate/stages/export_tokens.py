@@ -209,7 +209,7 @@ class ExportTokens(GlobalStage):
     def tokenizer_for(self, before: list):
         """The tokenizer of the last stage before this one that makes tokens (on one table,
         ``stage(table)``: the tokenize stage's default, the shipped one)."""
-        from datacurate.stages import STAGES
+        from datacurate.registry import STAGES
 
         src = next((s for s in reversed(before) if getattr(STAGES[s.name], "makes_tokens", False)), None)
         return Tokenize.tokenizer_of(Tokenize.Config()) if src is None else STAGES[src.name].tokenizer_of(src.config)

@@ -34,7 +34,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from datacurate.schema import TEXT
-from datacurate.stages import textstats as ts
+from datacurate.text import textstats as ts
 from datacurate.stages.base import Stage, first_reason
 
 GOPHER_STOP_WORDS = ["the", "be", "to", "of", "and", "that", "have", "with"]

@@ -21,6 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from datacurate.models.fasttext_model import load_fasttext
 from datacurate.schema import TEXT
 from datacurate.stages.base import Stage, first_reason, value_counts
 
@@ -39,15 +40,6 @@ class LangIdConfig:
             raise ValueError("min_score must be within [0, 1]")
         if self.max_chars <= 0:
             raise ValueError("max_chars must be positive")
-
-
-def load_fasttext(path: str | Path):
-    import fasttext
-
-    fasttext.FastText.eprint = lambda *a, **k: None  # silence the load_model deprecation notice
-    if not Path(path).is_file():
-        raise FileNotFoundError(f"fastText model not found: {path}")
-    return fasttext.load_model(str(path))
 
 
 class LangId(Stage):

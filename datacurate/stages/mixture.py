@@ -28,7 +28,7 @@ import pyarrow as pa
 
 from datacurate import storage
 from datacurate.coerce import ConfigError
-from datacurate.stages.textstats import mix
+from datacurate.text.textstats import mix
 
 def load_weights(mixture: Optional[dict], mixture_file: Optional[str]) -> tuple[Optional[dict], str]:
     """(weights or None for the natural mixture, where they came from)."""

@@ -40,7 +40,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import xxhash
 
-from datacurate.classify import FastTextScorer, score_histogram
+from datacurate.models.fasttext_model import FastTextScorer, score_histogram
 from datacurate.schema import ID, TEXT
 from datacurate.stages.base import Stage, first_reason
 

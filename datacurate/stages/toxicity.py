@@ -43,10 +43,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from datacurate.classify import FastTextScorer, load_card, score_histogram
+from datacurate.models.fasttext_model import FastTextScorer, load_card, score_histogram
 from datacurate.schema import TEXT
 from datacurate.stages.base import Stage, first_reason
-from datacurate.stages.charclass import RegexClass, double
+from datacurate.text.charclass import RegexClass, double
 from datacurate.stages.quality import CLASSIFIERS, scored_rows
 
 DEFAULT_MODEL = CLASSIFIERS / "toxicity.ftz"

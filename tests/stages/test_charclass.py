@@ -9,7 +9,7 @@ import pyarrow.compute as pc
 import pytest
 import zstandard
 
-from datacurate.stages import charclass
+from datacurate.text import charclass
 from datacurate.stages.toxicity import NON_WORD
 
 CORPUS = Path(__file__).resolve().parents[2] / "sample_data" / "corpus"
@@ -32,7 +32,7 @@ def texts() -> pa.Array:
 @pytest.mark.parametrize("run_bytes", [None, 3000])
 def test_double_is_the_regex(texts, monkeypatch, run_bytes):
     if run_bytes:
-        monkeypatch.setattr(charclass, "_CHUNK_BYTES", run_bytes)
+        monkeypatch.setattr(charclass, "CHUNK_BYTES", run_bytes)
     ref = pc.replace_substring_regex(texts.fill_null(""), f"({NON_WORD})", r"\1\1")
     assert not ref.equals(texts.fill_null(""))
     assert charclass.double(texts, charclass.RegexClass(NON_WORD)).equals(ref)
@@ -50,10 +50,10 @@ def test_classes_follow_the_pattern():
 @pytest.mark.parametrize("run_bytes", [None, 3000])
 def test_spaced_is_the_regex(texts, monkeypatch, run_bytes):
     """The classifiers' punctuation split (classify.normalize) in NumPy gives the RE2 pass's bytes."""
-    from datacurate.classify import _SPACES
+    from datacurate.models.fasttext_model import _SPACES
 
     if run_bytes:
-        monkeypatch.setattr(charclass, "_CHUNK_BYTES", run_bytes)
+        monkeypatch.setattr(charclass, "CHUNK_BYTES", run_bytes)
     edge = pa.array(["x\u00a0", "a\u2028", "\u3000", "\u2014", "\U0001F600"], pa.large_string())
     for t in (texts, edge, texts.slice(3, 20)):
         ref = pc.replace_substring_regex(t.fill_null(""), r"([\pP\pS])|" + _SPACES, r" \1 ")

@@ -214,7 +214,7 @@ def test_config_errors_are_one_line():
     assert "mixture" in error(["tokenize", {"decompose": {"mixture": {"a": "x"}}}])
     assert "target_file_bytes" in error(["tokenize", {"decompose": {"target_file_bytes": 0}}])
     with pytest.raises(ConfigError, match="mixture_file not found"):
-        from datacurate.stages import Decompose
+        from datacurate.stages.decompose import Decompose
 
         Decompose(mixture_file="/nonexistent/weights.json")
 

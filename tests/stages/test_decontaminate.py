@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from datacurate.config import ConfigError, load_config
-from datacurate.stages import Decontaminate
+from datacurate.stages.decontaminate import Decontaminate
 from datacurate.stages.decontaminate import build_index, ngram_keys, words
 
 QUESTION = ("In the spring of that year the county court ordered a careful survey of every road "
@@ -178,7 +178,7 @@ def test_end_to_end_writes_the_leak_report(ray_session, tmp_path, write_jsonl, q
 def test_punctuation_deleted_as_re2_would():
     import pyarrow.compute as pc
 
-    from datacurate.stages.charclass import removed
+    from datacurate.text.charclass import removed
     from datacurate.stages.decontaminate import PUNCT
 
     texts = pa.array(["Don’t — stop!", "«Ça va?» 1,000 €, café.", "tab\there\x00\x85x", "", None, "日本語、テスト。😀 ok"])

@@ -15,7 +15,7 @@ import pytest
 
 from datacurate.dedup_eval import _edit, make_dup_corpus, pair_report, shingle_sets
 from datacurate.stages import dedup_near as dn
-from datacurate.stages import minhash as mh
+from datacurate.text import minhash as mh
 from tests.conftest import REPO
 
 M64 = 2**64
@@ -109,7 +109,7 @@ def reference_signature(text: str, num_perm: int, ngram: int, seed: int) -> list
         h = sum(byte * pow(int(mh._K), i, M64) for i, byte in enumerate(raw)) % M64
         hashes.append(_mix(h, len(raw)))
     grams = [hashes[i : i + ngram] for i in range(len(hashes) - ngram + 1)] if len(hashes) >= ngram else [hashes]
-    shingles = [(sum(int(c) * h for c, h in zip(mh._COEF, g)) % M64) >> 32 for g in grams if g]
+    shingles = [(sum(int(c) * h for c, h in zip(mh.COEF, g)) % M64) >> 32 for g in grams if g]
     a, b = mh.permutations(num_perm, seed)
     if not shingles:
         return [0xFFFFFFFF] * num_perm
@@ -118,7 +118,7 @@ def reference_signature(text: str, num_perm: int, ngram: int, seed: int) -> list
 
 def test_signatures_equal_reference(real_texts, monkeypatch):
     # tiny chunks and blocks, so documents straddle both boundaries
-    monkeypatch.setattr(mh, "_CHUNK_BYTES", 700)
+    monkeypatch.setattr(mh, "CHUNK_BYTES", 700)
     monkeypatch.setattr(mh, "_BLOCK", 37)
     texts = [
         real_texts[0][:1500], "", "one", "two words", "exactly five words right here", "Six, six; six: six! six? six.",
@@ -295,7 +295,7 @@ def test_pair_report_by_band():
 def test_stage_bad_input_has_defined_outcomes():
     """Empty, whitespace-only, punctuation-only and one-word texts are never near
     duplicates of each other; two copies of a huge text cluster, the first survives."""
-    from datacurate.stages import NearDedup
+    from datacurate.stages.dedup_near import NearDedup
 
     huge = " ".join(f"word{i % 5000} item{i % 7919}" for i in range(400_000))  # ~5 MB
     texts = ["", "   ", "!!! ???", "!!! ???", "one", "one", huge, huge + " tail"]

@@ -13,7 +13,7 @@ import pytest
 from datacurate.config import ConfigError, load_config
 from datacurate.schema import ORD
 from datacurate.stages import dsir as ds
-from datacurate.stages import wordpunct as wp
+from datacurate.text import wordpunct as wp
 from datacurate.stages.dsir import Dsir
 
 REPO = Path(__file__).resolve().parents[2]
@@ -243,7 +243,7 @@ def test_raw_fit_on_a_seeded_sample(mixture):
 
 
 def test_top_k_edges():
-    from datacurate.stages.topk import selected, top_k
+    from datacurate.text.topk import selected, top_k
 
     keys = np.array([1.0, 3.0, -np.inf, 3.0, 2.0])
     ords, chunks = np.arange(5), np.zeros(5, np.int32)
@@ -256,7 +256,7 @@ def test_top_k_edges():
 
 def test_review_edges(tmp_path):
     from datacurate import Pipeline
-    from datacurate.stages import Tokenize
+    from datacurate.stages.tokenize import Tokenize
 
     # a document holding the chunk marker is chunked in Python, the same way
     t = pa.table({"text": ["x y z w q", "a b c \ufdd0"], ORD: pa.array([0, 1], pa.int64())})

@@ -8,7 +8,7 @@ kept, so a rule that never fires and a rule that fires on everything both fail.
 import pyarrow as pa
 import pytest
 
-from datacurate.stages import Heuristics
+from datacurate.stages.heuristics import Heuristics
 from tests.texts import PROSE, PROSE_LINES, unique_words
 
 RULE_SETS = ("gopher_quality", "gopher_repetition", "c4", "fineweb")
@@ -292,7 +292,7 @@ def _reference_ngram_hashes(words, n_max):
     """textstats.ngram_hashes before issue 18: every n-gram of every length, at every position."""
     import numpy as np
 
-    from datacurate.stages import textstats as ts
+    from datacurate.text import textstats as ts
 
     codes = words.codes()
     pos = np.arange(len(codes)) - words.offsets[words.doc]
@@ -343,7 +343,7 @@ def test_repeated_ngrams_found_among_fewer_positions_match_hashing_every_positio
     import numpy as np
     import pyarrow as pa
 
-    from datacurate.stages import textstats as ts
+    from datacurate.text import textstats as ts
 
     texts = pa.array(_real_and_repetitive_texts(), pa.large_string())
     words = ts.words_of(texts)
@@ -375,7 +375,7 @@ def test_words_from_the_c4_line_split_are_the_words_of_the_text():
     import numpy as np
     import pyarrow as pa
 
-    from datacurate.stages import textstats as ts
+    from datacurate.text import textstats as ts
     from datacurate.stages.heuristics import C4Config, Lines, c4_rules
 
     texts = pa.array(_real_and_repetitive_texts() + [

@@ -3,7 +3,7 @@
 import pyarrow as pa
 import pytest
 
-from datacurate.stages import LangId
+from datacurate.stages.langid import LangId
 
 SENTENCES = {
     "en": "The weather was cold and the boats stayed in the harbour all winter.",

@@ -4,7 +4,7 @@ import pyarrow as pa
 import pytest
 
 from datacurate.config import ConfigError, load_config
-from datacurate.stages import Pii
+from datacurate.stages.pii import Pii
 from datacurate.stages.pii import KINDS, card_spans, ip_spans, luhn_ok
 
 TOKENS = {"email": "<EMAIL>", "ip": "<IP_ADDRESS>", "phone": "<PHONE>", "card": "<CARD>"}

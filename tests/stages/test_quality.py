@@ -14,7 +14,7 @@ import pyarrow as pa
 import pytest
 
 from datacurate.config import ConfigError
-from datacurate.stages import Quality
+from datacurate.stages.quality import Quality
 from datacurate.stages.quality import pareto_draws
 from tests.texts import PROSE
 

@@ -8,7 +8,7 @@ import pytest
 
 from datacurate import cli
 from datacurate.config import ConfigError, load_config
-from datacurate.stages import Tokenize
+from datacurate.stages.tokenize import Tokenize
 from datacurate.stages.tokenize import TOKENS
 from datacurate.tokenizer import DEFAULT_TOKENIZER, file_sha256, load_tokenizer, token_dtype, train_tokenizer
 

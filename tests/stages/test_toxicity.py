@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 
 from datacurate.config import ConfigError
-from datacurate.stages import Toxicity
+from datacurate.stages.toxicity import Toxicity
 from datacurate.stages.toxicity import DEFAULT_LISTS, SENTENCE_END, WordList, WordListRuleConfig
 from tests.texts import PROSE
 

@@ -7,7 +7,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from datacurate.config import ConfigError, load_config
-from datacurate.stages import UrlFilter
+from datacurate.stages.url_filter import UrlFilter
 
 
 @pytest.fixture

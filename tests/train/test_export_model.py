@@ -13,7 +13,8 @@ import pytest
 import torch
 
 from datacurate.cli import main
-from datacurate.stages import Decompose, Tokenize
+from datacurate.stages.decompose import Decompose
+from datacurate.stages.tokenize import Tokenize
 from datacurate.train import checkpoint
 from datacurate.train.config import load_train_config
 from datacurate.train.data import ShardDataset

@@ -22,7 +22,7 @@ from datacurate.engine import faults
 from datacurate.engine.memory import give_back
 from datacurate.engine.process import build_stages, curate_task, curate_work_file, output_schema, segments_of
 from datacurate.engine.ray.data import map_items, quiet_data_context
-from datacurate.stages import STAGES
+from datacurate.registry import STAGES
 
 
 def _build(cfg: PipelineConfig, seg_index: int) -> tuple:

@@ -7,7 +7,7 @@ copy per match, with a match every few characters of English text:
   look-around, so every non-word character is doubled first (:mod:`toxicity`); that pass
   was ~12 % of the toxicity stage. The UTF-8 buffer is rewritten at once with
   ``np.repeat``, 2.4x faster on the sample pipeline's text.
-* :func:`spaced`: the classifiers' punctuation split (:func:`datacurate.classify.normalize`),
+* :func:`spaced`: the classifiers' punctuation split (:func:`datacurate.models.fasttext_model.normalize`),
   a space either side of every punctuation mark or symbol. It was 40 % of the quality
   stage on 5 KB documents; one prefix sum of per-byte output widths places every byte,
   ~3x faster than RE2 on English text (an earlier ``np.repeat`` version was not faster).
@@ -26,7 +26,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from datacurate.stages.minhash import _CHUNK_BYTES, _chunks, code_points, utf8_buffer
+from datacurate.text.chunks import CHUNK_BYTES, cut_runs
+from datacurate.text.minhash import code_points, utf8_buffer
 
 
 class RegexClass:
@@ -73,7 +74,7 @@ def _by_runs(t: pa.Array | pa.ChunkedArray, run: Callable) -> pa.LargeStringArra
     if isinstance(t, pa.ChunkedArray):
         t = t.combine_chunks()
     t = pc.fill_null(t, "").cast(pa.large_string())
-    cuts = _chunks(np.asarray(pc.binary_length(t), dtype=np.int64), _CHUNK_BYTES)
+    cuts = cut_runs(np.asarray(pc.binary_length(t), dtype=np.int64), CHUNK_BYTES)
     out = []
     for lo, hi in zip(cuts[:-1], cuts[1:]):
         part = t.slice(lo, hi - lo)

@@ -6,7 +6,7 @@ characters that are neither word characters nor whitespace. Word and space follo
 Python's own ``re`` classes (``str.isalnum() or "_"``, ``str.isspace()``): ASCII bytes
 are classified by value, multi-byte characters by decoding their code points against a
 table built from those methods. A token's hash is the polynomial sum(byte K^i) mod 2^64
-read off one prefix sum (as :mod:`datacurate.stages.minhash`), mixed with its length;
+read off one prefix sum (as :mod:`datacurate.text.minhash`), mixed with its length;
 an n-gram's hash chains the hashes of its tokens. There is no Python loop per document
 or token, and the hashes are stable across processes and machines.
 """
@@ -20,8 +20,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from datacurate.stages.minhash import code_points, span_hashes, spans_by_runs, utf8_buffer
-from datacurate.stages.textstats import mix
+from datacurate.text.minhash import code_points, span_hashes, spans_by_runs, utf8_buffer
+from datacurate.text.textstats import mix
 
 SPACE, WORD, PUNCT = 0, 1, 2
 _BMP: Optional[np.ndarray] = None

@@ -16,7 +16,7 @@ from typing import Optional
 
 import numpy as np
 
-from datacurate.stages.textstats import mix
+from datacurate.text.textstats import mix
 
 
 def uniform(seed: int, ords: np.ndarray, chunks: np.ndarray, salt: int = 0) -> np.ndarray:

@@ -32,17 +32,17 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from datacurate.stages.textstats import mix
+from datacurate.text.chunks import CHUNK_BYTES, cut_runs
+from datacurate.text.textstats import mix
 
 # separators: punctuation, symbols, control characters and every Unicode space but U+0020
 _SEP_RE = r"[\p{P}\p{S}\p{Cc}\p{Zl}\p{Zp}\x{A0}\x{1680}\x{2000}-\x{200A}\x{202F}\x{205F}\x{3000}]+"
-_CHUNK_BYTES = 1 << 21  # text per step: bounds the (bytes,) uint64 work arrays to ~16 MB each
 _BLOCK = 8192  # shingles per MinHash block: (num_perm, block) uint32 = 4 MB at 128 perms
 # fixed tables: word and shingle hashes are stable across runs; only the permutations follow ``seed``
 _K = np.uint64(0x9E3779B97F4A7C15)  # odd: invertible mod 2^64
 _K_INV = np.uint64(pow(int(_K), -1, 2**64))
-_COEF = np.random.default_rng(0xC0EF).integers(0, 2**63, 64, dtype=np.uint64) * np.uint64(2) + np.uint64(1)
-MAX_NGRAM = len(_COEF)
+COEF = np.random.default_rng(0xC0EF).integers(0, 2**63, 64, dtype=np.uint64) * np.uint64(2) + np.uint64(1)
+MAX_NGRAM = len(COEF)
 
 
 def normalize(texts: pa.Array) -> pa.Array:
@@ -57,9 +57,9 @@ def _powers(n: int) -> tuple[np.ndarray, np.ndarray]:
     computed once per process (32 MB) and sliced; longer documents get their own."""
     global _POW
     if n > len(_POW[0]):
-        size = max(n, _CHUNK_BYTES)
+        size = max(n, CHUNK_BYTES)
         pw = np.cumprod(np.full(size, _K, dtype=np.uint64)), np.cumprod(np.full(size, _K_INV, dtype=np.uint64))
-        if size > _CHUNK_BYTES:
+        if size > CHUNK_BYTES:
             return pw[0][:n], pw[1][:n]
         _POW = pw
     return _POW[0][:n], _POW[1][:n]
@@ -74,8 +74,8 @@ def _scratch(n: int) -> np.ndarray:
     page faults than the arithmetic done in it."""
     buf = getattr(_LOCAL, "buf", None)
     if buf is None or len(buf) < n:
-        buf = np.empty(max(n, _CHUNK_BYTES + 1), dtype=np.uint64)
-        if len(buf) > _CHUNK_BYTES + 1:  # an oversized document: do not keep it
+        buf = np.empty(max(n, CHUNK_BYTES + 1), dtype=np.uint64)
+        if len(buf) > CHUNK_BYTES + 1:  # an oversized document: do not keep it
             return buf[:n]
         _LOCAL.buf = buf
     return buf[:n]
@@ -114,7 +114,7 @@ def code_points(raw: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return lead, size, cp
 
 
-def _words(t: pa.LargeStringArray) -> tuple[np.ndarray, np.ndarray]:
+def word_hashes(t: pa.LargeStringArray) -> tuple[np.ndarray, np.ndarray]:
     """(64-bit hash of every word, (N+1,) word offsets per document) of lowercased texts,
     straight from the UTF-8 buffer.
 
@@ -172,9 +172,9 @@ def _shingles(words: np.ndarray, offsets: np.ndarray, n: int) -> tuple[np.ndarra
     1..n-1 words is one shingle of all its words."""
     counts = np.diff(offsets)
     starts, ends = offsets[:-1], offsets[1:]
-    acc = words * _COEF[0]
+    acc = words * COEF[0]
     for i in range(1, min(n, len(words))):  # position-weighted sum of n word hashes (mod 2^64)
-        acc[: len(words) - i] += words[i:] * _COEF[i]
+        acc[: len(words) - i] += words[i:] * COEF[i]
     valid = np.ones(len(words), dtype=bool)
     for i in range(1, n):  # the last n-1 positions of a document start no full n-gram
         p = ends - i
@@ -182,9 +182,9 @@ def _shingles(words: np.ndarray, offsets: np.ndarray, n: int) -> tuple[np.ndarra
     short = (counts > 0) & (counts < n)
     if short.any():  # documents shorter than n: one shingle of all their words
         first, k = starts[short], counts[short]
-        fix = words[first] * _COEF[0]
+        fix = words[first] * COEF[0]
         for i in range(1, n):
-            fix += np.where(i < k, words[np.minimum(first + i, len(words) - 1)] * _COEF[i], np.uint64(0))
+            fix += np.where(i < k, words[np.minimum(first + i, len(words) - 1)] * COEF[i], np.uint64(0))
         acc[first] = fix
         valid[first] = True
     sh_counts = np.where(counts >= n, counts - n + 1, counts > 0)
@@ -226,7 +226,7 @@ def signatures(texts: pa.Array, num_perm: int, ngram: int, seed: int) -> np.ndar
     """(N, num_perm) uint32 MinHash signatures of the texts' word ``ngram``-shingles.
 
     Whole batch at once, in runs of ~2 MB of text to bound memory: words are hashed
-    straight from the UTF-8 buffer (``_words``), n-gram hashes are position-weighted
+    straight from the UTF-8 buffer (``word_hashes``), n-gram hashes are position-weighted
     sums of word hashes, and the permutations run over blocks of shingles of all
     documents with a per-document np.minimum.reduceat. Deterministic: same seed, same
     signatures, on any machine. Empty documents (no words) get all 0xFFFFFFFF; the
@@ -235,19 +235,19 @@ def signatures(texts: pa.Array, num_perm: int, ngram: int, seed: int) -> np.ndar
     if isinstance(texts, pa.ChunkedArray):
         texts = texts.combine_chunks()
     t = pc.utf8_lower(pc.fill_null(texts, "")).cast(pa.large_string())
-    cuts = _chunks(np.asarray(pc.binary_length(t), dtype=np.int64), _CHUNK_BYTES)
+    cuts = cut_runs(np.asarray(pc.binary_length(t), dtype=np.int64), CHUNK_BYTES)
     out = [np.zeros((0, num_perm), np.uint32)]
     for lo, hi in zip(cuts[:-1], cuts[1:]):
-        words, offsets = _words(t.slice(lo, hi - lo))
+        words, offsets = word_hashes(t.slice(lo, hi - lo))
         shingles, sh_offsets = _shingles(words, offsets, ngram)
         out.append(min_hashes(shingles, sh_offsets, num_perm, seed))
     return np.concatenate(out)
 
 
 def spans_by_runs(t: pa.LargeStringArray, spans) -> tuple[np.ndarray, np.ndarray]:
-    """``spans(texts) -> (hashes, (N+1,) offsets)`` (such as :func:`_words`) over runs of
+    """``spans(texts) -> (hashes, (N+1,) offsets)`` (such as :func:`word_hashes`) over runs of
     ~2 MB of ``t``, joined: the work arrays stay bounded whatever the batch size."""
-    cuts = _chunks(np.asarray(pc.binary_length(t), dtype=np.int64), _CHUNK_BYTES)
+    cuts = cut_runs(np.asarray(pc.binary_length(t), dtype=np.int64), CHUNK_BYTES)
     hashes, offsets, base = [np.zeros(0, np.uint64)], [np.zeros(1, np.int64)], 0
     for lo, hi in zip(cuts[:-1], cuts[1:]):
         h, o = spans(t.slice(lo, hi - lo))
@@ -255,15 +255,3 @@ def spans_by_runs(t: pa.LargeStringArray, spans) -> tuple[np.ndarray, np.ndarray
         offsets.append(o[1:] + base)
         base += len(h)
     return np.concatenate(hashes), np.concatenate(offsets)
-
-
-def _chunks(sizes: np.ndarray, limit: int) -> list[int]:
-    """Document boundaries cutting ``sizes`` into runs of about ``limit`` (>= 1 doc each)."""
-    cum = np.cumsum(sizes)
-    cuts, lo = [0], 0
-    while lo < len(sizes):
-        base = cum[lo - 1] if lo else 0
-        hi = max(int(np.searchsorted(cum, base + limit, side="right")), lo + 1)
-        cuts.append(min(hi, len(sizes)))
-        lo = cuts[-1]
-    return cuts
