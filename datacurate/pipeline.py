@@ -60,8 +60,7 @@ class Pipeline:
 
     def apply(self, table: pa.Table | dict, stats: dict | None = None) -> pa.Table:
         """Run every stage on one in-memory batch without Ray; rejected rows stay, with reasons.
-        ``stats``: a dict that gets each stage's statistics (as in stats.json: in, kept,
-        rejected, metrics), by its key."""
+        ``stats`` gets each stage's statistics as in stats.json (in, kept, rejected, metrics)."""
         from datacurate.engine.process import apply_stage
 
         if isinstance(table, dict):

@@ -1,7 +1,9 @@
-"""Map work (engine/ray/segments.py): the class UDF builds its segment's stages once and
-runs every item it gets through them, with the stats :func:`curate_task` gives; and a
-global stage on one table (``stage(table)``) runs the same ``run_global`` as a run."""
+"""Map work (engine/ray/segments.py): a worker builds its segment's stages once and runs
+every item it gets through them, with the stats :func:`curate_task` gives, and builds them
+again for another segment or run; and a global stage on one table (``stage(table)``) runs
+the same ``run_global`` as a run."""
 
+import copy
 import json
 
 import pyarrow as pa
@@ -9,7 +11,7 @@ import pyarrow.parquet as pq
 
 from datacurate.config import load_config
 from datacurate.engine import process
-from datacurate.engine.ray.segments import SegmentWork
+from datacurate.engine.ray.segments import segment_work
 from datacurate.io import plan_reads
 from datacurate.schema import TOKENS
 from datacurate.stages import heuristics
@@ -37,13 +39,15 @@ def test_segment_work_builds_its_stages_once_for_all_items(tmp_path, monkeypatch
         init(self, *a, **k)
 
     monkeypatch.setattr(heuristics.Heuristics, "__init__", counted)
-    work = SegmentWork(cfg, 0)
-    stages = work.stages
-    got = {}
-    for t in tasks:
-        for out in work(pa.table({"item": [json.dumps([f"t{t.index:06d}", json.dumps(t.to_dict())])]})):
+    work, got = segment_work(cfg, 0), {}
+    for t in tasks:  # as the tasks of one worker get them: each with its own (unpickled) config
+        item = pa.table({"item": [json.dumps([f"t{t.index:06d}", json.dumps(t.to_dict())])]})
+        for out in segment_work(copy.deepcopy(cfg), 0)(item):
             got[out["key"][0].as_py()] = json.loads(out["stats"][0].as_py())
-    assert len(built) == 1 and work.stages is stages
+    assert len(built) == 1 and segment_work(copy.deepcopy(cfg), 0) is work
+    other = copy.deepcopy(cfg)
+    other.stages[0].config.c4.min_sentences += 1  # another run: its own stages
+    assert segment_work(other, 0) is not work and len(built) == 2
     seg = process.segments_of(cfg)[0]
     for t in tasks:  # the same as each task run alone (with its own stages)
         assert _strip_seconds(got[f"t{t.index:06d}"]) == _strip_seconds(process.curate_task(t.to_dict(), cfg, seg))

@@ -30,17 +30,10 @@ from datacurate import storage
 from datacurate.engine.journal import Journal
 
 
-def _stderr(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
-
-
 class Context:
-    """One global stage's view of the run (see the module docstring).
-
-    ``out``: where this run writes (staged; see runner); ``files``: the part files it
-    decides on; ``final_out``: where the run's outputs will be once it completes;
-    ``stages_before``: the pipeline's stage specs before this one; ``run_config_dict``:
-    the configuration as the user gave it, as plain data; ``progress(stage, phase, done,
+    """One global stage's view of the run: ``out`` where it writes (staged), ``files`` the
+    parts it decides on, ``final_out`` where the outputs go once the run completes, the stage
+    specs before it, the configuration as given (plain data), ``progress(stage, phase, done,
     total, started)`` as per-file tasks end."""
 
     def __init__(self, out: str, stage: str, journal: Journal, files: Sequence[str], final_out: str, outputs,
@@ -52,7 +45,7 @@ class Context:
         self.outputs, self.seg_index, self.compression = outputs, seg_index, compression
         self.stages_before, self.run_config_dict = list(stages_before), run_config_dict or {}
         self.decisions_dir = storage.join(out, "_work", f"d{seg_index}")
-        self.log = log or _stderr
+        self.log = log or (lambda m: print(m, file=sys.stderr, flush=True))
         self.progress = progress
         self.skipped = 0  # per-file tasks found done in the journal
 

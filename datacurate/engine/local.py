@@ -111,8 +111,6 @@ class LocalActorRef:
         return getattr(self.obj, method)(*args)
 
 
-
-
 class LocalContext(Context):
     """A :class:`Context` whose primitives run in this process."""
 

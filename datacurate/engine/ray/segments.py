@@ -1,10 +1,13 @@
-"""Map work on Ray: a list of items (read tasks for segment 0, intermediate part files for
-later segments) becomes a Ray Data dataset, one block per item, mapped by a pool of
-:class:`SegmentWork` actors, one CPU each: each builds the segment's stages once (models
-load in ``__init__``) and runs the Ray-free :mod:`datacurate.engine.process` functions on
-each item it gets (read -> stages -> write parts, batch by batch), so a worker holds one
-batch and the driver only per-item statistics. A worker that dies is restarted and its
-item run again (Ray Data's actor pool); a finished item is in the journal for ``--resume``.
+"""Map work on Ray: the items (read tasks for segment 0, intermediate part files later)
+become a Ray Data dataset, one task (one CPU) per item, run by a :class:`SegmentWork` built
+once per worker process and segment (models load in ``__init__``) on the Ray-free
+:mod:`datacurate.engine.process` functions (read -> stages -> write parts, batch by batch).
+A task whose worker dies runs again (Ray's retry); a finished item is journaled.
+
+Not a Ray Data actor pool, though the class has its shape: with Ray 2.60 every run then
+prints a core-worker error line (ray-project/ray#57733), which breaks a failed run's one
+line, and each segment starts new processes that import everything again (the sample
+pipeline on 2 cores: 14-16 s with tasks, 28-38 s with actor pools).
 """
 
 from __future__ import annotations
@@ -13,15 +16,12 @@ import json
 from typing import Callable, Iterator
 
 import pyarrow as pa
-import ray
-import ray.data
 
-from datacurate import errors
 from datacurate.config import PipelineConfig
 from datacurate.engine import faults
 from datacurate.engine.memory import give_back
 from datacurate.engine.process import build_stages, curate_task, curate_work_file, output_schema, segments_of
-from datacurate.engine.ray.data import map_items, quiet_data_context
+from datacurate.engine.ray.data import map_items
 from datacurate.registry import STAGES
 
 
@@ -32,16 +32,13 @@ def _build(cfg: PipelineConfig, seg_index: int) -> tuple:
 
 
 class SegmentWork:
-    """One segment's map work in one worker (a Ray Data class UDF; see the module docstring)."""
+    """One segment's map work in one worker (see the module docstring)."""
 
     def __init__(self, cfg: PipelineConfig, seg_index: int, journal=None):
         self.cfg, self.seg_index, self.journal = cfg, seg_index, journal
-        self.seg, self.stages, self.gstage = errors.guarded(_build, cfg, seg_index)
+        self.seg, self.stages, self.gstage = _build(cfg, seg_index)
 
     def __call__(self, batch: pa.Table) -> Iterator[pa.Table]:
-        return errors.guarded(self._items, batch)
-
-    def _items(self, batch: pa.Table) -> Iterator[pa.Table]:
         for entry in batch.column("item").to_pylist():
             name, item = json.loads(entry)
             if self.gstage is None:
@@ -56,18 +53,32 @@ class SegmentWork:
             yield pa.table({"key": [name], "stats": [json.dumps(stats)]})
 
 
+_WORK: dict = {}  # in a worker process: the SegmentWork of the segment it runs now
+
+
+def segment_work(cfg: PipelineConfig, seg_index: int, journal=None) -> SegmentWork:
+    """This process's :class:`SegmentWork` for segment ``seg_index`` of the run configured
+    by ``cfg`` (all of it: a worker of a long-lived cluster serves many runs), built on first
+    use; segments run one after another, so an earlier one's (and its models) is dropped."""
+    key = (seg_index, repr(cfg))
+    if key not in _WORK:
+        _WORK.clear()
+        _WORK[key] = SegmentWork(cfg, seg_index, journal)
+    return _WORK[key]
+
+
+def _segment_items(batch: pa.Table, cfg: PipelineConfig, seg_index: int, journal) -> Iterator[pa.Table]:
+    return segment_work(cfg, seg_index, journal)(batch)
+
+
 def run_segment(cfg: PipelineConfig, seg_index: int, items: list[tuple[str, str]],
                 on_stats: Callable[[dict, str], None], journal=None) -> None:
     """Run one segment's map work over ``items`` ((name, read task or part file)); ``on_stats``
     gets each item's stats and name on the driver; with a ``journal`` each finished item is recorded."""
     if not items:
         return
-    quiet_data_context()
-    cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
-    ds = ray.data.from_items([{"item": json.dumps(list(i))} for i in items], override_num_blocks=len(items))
-    ds = ds.map_batches(SegmentWork, fn_constructor_kwargs={"cfg": cfg, "seg_index": seg_index, "journal": journal},
-                        batch_size=1, batch_format="pyarrow", num_cpus=1,
-                        compute=ray.data.ActorPoolStrategy(size=min(cpus, len(items)), max_tasks_in_flight_per_actor=1))
+    ds = map_items([json.dumps(list(i)) for i in items], _segment_items,
+                   {"cfg": cfg, "seg_index": seg_index, "journal": journal})
     for row in ds.iter_rows():
         on_stats(json.loads(row["stats"]), row["key"])
 
