@@ -182,7 +182,7 @@ def arm_pipeline(cfg: AblationConfig, name: str) -> PipelineConfig:
         pcfg = load_config(raw)
     except ConfigError as e:
         raise ConfigError(f"{where}: {e}") from None
-    if not any(getattr(STAGES[s.name], "writes_shards", False) for s in pcfg.stages):
+    if not any(s.cls.writes_shards for s in pcfg.stages):
         raise ConfigError(f"{where}: no decompose stage: an arm must write token shards to train on "
                           "(end its stages with tokenize and decompose)")
     return pcfg

@@ -18,6 +18,7 @@ import yaml
 
 from datacurate.coerce import ConfigError, coerce, from_dict, unknown_key  # noqa: F401 - re-exported
 from datacurate.input_config import InputConfig  # noqa: F401 - re-exported
+from datacurate.registry import STAGES
 
 
 @dataclass
@@ -43,6 +44,10 @@ class RayConfig:
 class StageSpec:
     name: str
     config: Any  # the stage's own config dataclass instance
+    cls: Any = field(default=None, repr=False, compare=False)  # the stage class (default: the registry's)
+
+    def __post_init__(self):
+        self.cls = self.cls or STAGES[self.name]
 
 
 @dataclass
@@ -163,8 +168,6 @@ def load_config(
     ray_address: str | None = None,
 ) -> PipelineConfig:
     """YAML file (or dict) + overrides -> validated :class:`PipelineConfig`."""
-    from datacurate.registry import STAGES
-
     raw = dict(source) if isinstance(source, dict) else read_yaml(source, "pipeline")
     for item in overrides or []:
         _apply_override(raw, *parse_override(item))
@@ -202,8 +205,7 @@ def load_config(
         name, params = next(iter(entry.items()))
         if name not in STAGES:
             raise unknown_key(str(name), sorted(STAGES), f"stages[{i}]", what="stage")
-        stage_cls = STAGES[name]
-        cfg.stages.append(StageSpec(name, coerce(params, stage_cls.Config, f"stages[{i}].{name}")))
+        cfg.stages.append(StageSpec(name, coerce(params, STAGES[name].Config, f"stages[{i}].{name}")))
     check_order(cfg.stages)
     if raw.get("doremi") is not None:
         cfg.doremi = pipeline_train_config(raw["doremi"], cfg, "doremi")
@@ -233,9 +235,7 @@ def pipeline_train_config(raw: Any, cfg: PipelineConfig, section: str):
                "doremi": {**(raw.get("doremi") or {}), **{k: v for k, v in raw.items() if k in own}}}
     tc = coerce(raw, cls, section)
     if tc.shards is None:
-        from datacurate.registry import STAGES
-
-        dec = next((s for s in cfg.stages if getattr(STAGES[s.name], "writes_shards", False)), None)
+        dec = next((s for s in cfg.stages if s.cls.writes_shards), None)
         if dec is None:
             raise ConfigError(f"{section}: the pipeline has no decompose stage; set {section}.shards")
         tc.shards = dec.config.output or os.path.join(cfg.output.path, "shards")
@@ -247,14 +247,12 @@ def pipeline_train_config(raw: Any, cfg: PipelineConfig, section: str):
 def check_order(specs: list[StageSpec]) -> None:
     """Every stage's ``requires`` (e.g. decompose needs tokenize) runs before it, and no
     stage that rewrites text runs after tokenize."""
-    from datacurate.registry import STAGES
-
     for i, spec in enumerate(specs):
-        for need in getattr(STAGES[spec.name], "requires", ()):
+        for need in spec.cls.requires:
             if need not in [s.name for s in specs[:i]]:
                 raise ConfigError(f"stages[{i}].{spec.name}: needs a '{need}' stage before it")
-        tokens_made = any(getattr(STAGES[s.name], "makes_tokens", False) for s in specs[:i])
-        if tokens_made and STAGES[spec.name].rewrites_text(spec.config):
+        tokens_made = any(s.cls.makes_tokens for s in specs[:i])
+        if tokens_made and spec.cls.rewrites_text(spec.config):
             raise ConfigError(f"stages[{i}].{spec.name}: rewrites the text of kept documents, so it must run "
                               "before tokenize (the tokens would be of the old text)")
 

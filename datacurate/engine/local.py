@@ -138,11 +138,9 @@ class LocalContext(GlobalContext):
 def run_stage(spec, cfg, seg_index: int, journal, final_out: str, outputs, run_config, spec_index: int,
               log=None) -> dict:
     """All of a global stage's phases in this process (see the module docstring); its metrics."""
-    from datacurate.registry import STAGES
-
     ctx = LocalContext(cfg, seg_index, spec.name, journal, final_out, outputs, run_config=run_config,
                        spec_index=spec_index, log=log or (lambda m: print(m, file=sys.stderr, flush=True)))
-    metrics = STAGES[spec.name](spec.config).run_global(ctx)
+    metrics = spec.cls(spec.config).run_global(ctx)
     return {"metrics": metrics, "skipped": ctx.skipped}
 
 

@@ -34,8 +34,6 @@ from datacurate.engine.memory import give_back
 from datacurate.engine.process import (
     build_stages, curate_task, curate_work_file, output_schema, plan_segments,
 )
-from datacurate.registry import STAGES
-
 _STAGE_CACHE: dict = {}  # per worker process: models load once, not once per task
 
 
@@ -154,7 +152,7 @@ def _stages_for(cfg: PipelineConfig, seg_index: int, key: str):
     cached = _STAGE_CACHE.get((key, seg_index))
     if cached is None:
         seg = segments_of(cfg)[seg_index]
-        g = STAGES[seg.global_before.name](seg.global_before.config) if seg.global_before else None
+        g = seg.global_before.cls(seg.global_before.config) if seg.global_before else None
         _STAGE_CACHE.clear()  # segments run one after another: an earlier one's models are done with
         cached = _STAGE_CACHE[(key, seg_index)] = (seg, build_stages(seg.maps), g)
     return cached

@@ -36,10 +36,9 @@ import pyarrow.compute as pc
 
 from datacurate import shards
 from datacurate.dicts import merge
-from datacurate.schema import DOMAIN, ID, ORD, REJECT_REASON
+from datacurate.schema import DOMAIN, ID, N_TOKENS, ORD, REJECT_REASON, TOKENS
 from datacurate.stages import mixture
 from datacurate.stages.base import GlobalStage
-from datacurate.stages.tokenize import N_TOKENS, TOKENS
 
 TOO_SHORT = "decompose/too_short"
 
@@ -233,9 +232,10 @@ class Decompose(GlobalStage):
     Config = DecomposeConfig
     columns: dict = {}
     requires = ("tokenize",)
-    writes_shards = True  # a train: section reads its output by default
-    default_outputs = ("shards",)  # under OUT, replaced by each run
+    writes_shards = True
+    default_outputs = ("shards",)
     output_key = "output"
+    output_metrics = ("shards",)
 
     def __init__(self, config=None, **params):
         super().__init__(config, **params)
@@ -250,32 +250,32 @@ class Decompose(GlobalStage):
         """The tokenizer of the shards: that of the last stage before this one that makes
         tokens, else the ``tokenizer`` key (a different one is a one-line error)."""
         from datacurate.coerce import ConfigError
-        from datacurate.registry import STAGES
 
-        src = next((s for s in reversed(before) if getattr(STAGES[s.name], "makes_tokens", False)), None)
+        src = next((s for s in reversed(before) if s.cls.makes_tokens), None)
         if src is None:
             return self.tokenizer_info()
-        info = STAGES[src.name].tokenizer_of(src.config)
+        info = src.cls.tokenizer_of(src.config)
         if self.config.tokenizer and self.tokenizer_info().sha256 != info.sha256:
             raise ConfigError(f"decompose.tokenizer ({self.config.tokenizer}) is not the tokenizer the {src.name} "
                               "stage uses; leave it null")
         return info
 
-    def output_dir(self, out: str) -> str:
+    @classmethod
+    def output_dir(cls, config: DecomposeConfig, out: str) -> str:
         from datacurate import storage
 
-        return storage.abspath(self.config.output or storage.join(out, "shards"))
+        return storage.abspath(config.output or storage.join(out, "shards"))
 
     def preflight(self, cfg, index: int) -> None:
         self.tokenizer_for(cfg.stages[:index])
-        shards.check_dir(self.output_dir(cfg.output.path), cfg.output.overwrite)
+        shards.check_dir(self.output_dir(self.config, cfg.output.path), cfg.output.overwrite)
 
     def run_global(self, ctx) -> dict:
         """Phases 1 and 3 as one task per part file, 2 and 4 on the driver; the shard set
         replaces an earlier one only when the run completes."""
         c = self.config
         info = self.tokenizer_for(ctx.run_config.stages[:ctx.spec_index])
-        final = self.output_dir(ctx.final_out)
+        final = self.output_dir(c, ctx.final_out)
         out_dir = ctx.stage_output(final, owns=(shards.MANIFEST, "tokenizer.json", "len*"))
         counts: dict = {}
         for part_counts in ctx.map_files("count", _phase_count, cfg=c, dec_dir=ctx.decisions_dir,

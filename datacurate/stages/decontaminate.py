@@ -393,7 +393,7 @@ def _phase_match(path: str, c: DecontaminateConfig, index_dir: str, out_dir: str
 class Decontaminate(GlobalStage):
     name = "decontaminate"
     Config = DecontaminateConfig
-    default_outputs = (REPORT,)  # under OUT, replaced by each run
+    default_outputs = (REPORT,)
     columns = {RECORD: pa.string(), NGRAMS: pa.int32()}
 
     def __init__(self, config=None, **params):

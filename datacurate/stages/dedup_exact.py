@@ -276,7 +276,8 @@ def _phase_write(group: pa.Table, cfg: ExactDedupConfig, out_dir: str, compressi
 
 class ExactDedup(GlobalStage):
     name = "exact_dedup"
-    default_outputs = ("exact_dedup_filter",)  # under OUT, replaced by each run
+    default_outputs = ("exact_dedup_filter",)
+    output_metrics = ("filter_saved_to",)
     Config = ExactDedupConfig
     columns = {"paragraphs_removed": pa.int32()}
 

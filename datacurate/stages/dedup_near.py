@@ -321,6 +321,18 @@ class NearDedup(GlobalStage):
     name = "near_dedup"
     Config = NearDedupConfig
     columns = {"cluster_id": pa.string(), "cluster_size": pa.int32()}
+    counted = {"cluster_size": None}
+
+    @classmethod
+    def report_section(cls, view) -> str:
+        rows = view.scan.counts["cluster_size"]["before"]  # cluster size -> documents
+        if not rows:
+            return ""
+        keys = ["threshold", "bands", "rows", "candidate_pairs", "verified_pairs", "clustered_documents", "duplicates"]
+        bars = [(f"size {s}", [r // s]) for s, r in sorted(rows.items())]
+        m, draw = view.metrics, view.draw
+        return draw.section("Near-dedup clusters", draw.hbars("near-dedup clusters by size", bars, ["clusters"]),
+                            draw.table(["metric", "value"], [[k, m[k]] for k in keys if k in m]))
 
     def run_global(self, ctx) -> dict:
         return run_distributed(self.config, ctx)

@@ -46,7 +46,7 @@ import pyarrow.compute as pc
 from datacurate import storage
 from datacurate.schema import DOMAIN, ORD, REJECT_REASON, TEXT
 from datacurate.text import wordpunct as wp
-from datacurate.stages.base import GlobalStage
+from datacurate.stages.base import GlobalStage, Score
 from datacurate.text.topk import gumbel, selected, top_k, uniform
 
 EPS = 1e-8  # the reference's floor inside the logs when there is no smoothing
@@ -236,6 +236,27 @@ class Dsir(GlobalStage):
     name = "dsir"
     Config = DsirConfig
     columns = {"dsir_log_weight": pa.float64(), "dsir_chunks": pa.int32()}
+    scores = {"dsir_log_weight": Score(
+        "dsir: log importance weight per document", bounds=None, log_y=True,
+        note="<p class=note>DSIR selects per unit (chunk), by the Gumbel key log w + G; the k-th key, the cut-off, "
+             "was {threshold_key:.3f}. A document's weight sums its chunks, so no single threshold applies to this "
+             "histogram.</p>")}
+
+    @classmethod
+    def report_section(cls, view) -> str:
+        m, draw = view.metrics, view.draw
+        if "kl_target_raw" not in m:
+            return ""
+        kl = [("raw pool", [m["kl_target_raw"]]), ("selected", [m["kl_target_selected"]]),
+              ("random selection", [m.get("kl_target_random", 0.0)])]
+        parts = [draw.hbars("KL divergence from the target (lower is closer)", kl, ["KL (nats)"]),
+                 f'<p>KL reduction {m.get("kl_reduction", 0):.4f} (a random selection of the same size: '
+                 f'{m.get("kl_reduction_random", 0):.4f})</p>']
+        doms = m.get("domains") or {}
+        if doms:
+            shares = [(d, [100 * v.get("fraction", 0)]) for d, v in doms.items()]
+            parts.append(draw.hbars("share of each domain's units selected", shares, ["selected"], pct=True))
+        return draw.section("DSIR", *parts)
 
     @classmethod
     def rewrites_text(cls, config) -> bool:

@@ -190,8 +190,9 @@ class ExportTokens(GlobalStage):
     Config = ExportTokensConfig
     columns: dict = {}
     requires = ("tokenize",)
-    default_outputs = ("megatron", "hf")  # under OUT, replaced by each run
+    default_outputs = ("megatron", "hf")
     output_key = "path"
+    output_metrics = ("exported_to",)
 
     @classmethod
     def stats_key(cls, config: ExportTokensConfig) -> str:
@@ -203,23 +204,22 @@ class ExportTokens(GlobalStage):
         if self.config.weights_file:
             self.weights, _ = mixture.load_weights(None, self.config.weights_file)
 
-    def output_dir(self, out: str) -> str:
-        return storage.abspath(self.config.path or storage.join(out, self.config.format))
+    @classmethod
+    def output_dir(cls, config: ExportTokensConfig, out: str) -> str:
+        return storage.abspath(config.path or storage.join(out, config.format))
 
     def tokenizer_for(self, before: list):
         """The tokenizer of the last stage before this one that makes tokens."""
-        from datacurate.registry import STAGES
-
-        src = next(s for s in reversed(before) if getattr(STAGES[s.name], "makes_tokens", False))
-        return STAGES[src.name].tokenizer_of(src.config)
+        src = next(s for s in reversed(before) if s.cls.makes_tokens)
+        return src.cls.tokenizer_of(src.config)
 
     def preflight(self, cfg, index: int) -> None:
         from datacurate.coerce import ConfigError
 
         self.tokenizer_for(cfg.stages[:index])
-        mine = self.output_dir(cfg.output.path)
+        mine = self.output_dir(self.config, cfg.output.path)
         for j, s in enumerate(cfg.stages):
-            if j != index and s.name == self.name and ExportTokens(s.config).output_dir(cfg.output.path) == mine:
+            if j != index and s.name == self.name and self.output_dir(s.config, cfg.output.path) == mine:
                 raise ConfigError(f"stages[{index}].{self.name}: stages[{j}] exports to the same path {mine}; "
                                   "give one of them another path")
         names = storage.listdir(mine) if storage.isdir(mine) else []
@@ -234,7 +234,7 @@ class ExportTokens(GlobalStage):
         c = self.config
         info = self.tokenizer_for(ctx.run_config.stages[:ctx.spec_index])
         dtype = megatron.token_dtype(info.vocab_size) if c.format == "megatron" else np.dtype(np.int32)
-        final = self.output_dir(ctx.final_out)
+        final = self.output_dir(c, ctx.final_out)
         out_dir = ctx.stage_output(final, owns=OWNS)
         piece_dir = ctx.scratch("export")  # under the run's _work: journaled pieces stay until the run ends
         pieces = [p for res in ctx.map_files("write", _phase_write, cfg=c, piece_dir=piece_dir, dtype=dtype.name)

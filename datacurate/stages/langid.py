@@ -23,7 +23,7 @@ import pyarrow.compute as pc
 
 from datacurate.models.fasttext_model import load_fasttext
 from datacurate.schema import TEXT
-from datacurate.stages.base import Stage, first_reason, value_counts
+from datacurate.stages.base import Score, Stage, first_reason, value_counts
 
 DEFAULT_MODEL = Path(__file__).resolve().parent.parent / "models" / "lid.176.ftz"
 
@@ -46,6 +46,9 @@ class LangId(Stage):
     name = "langid"
     Config = LangIdConfig
     columns = {"lang": pa.string(), "lang_score": pa.float32()}
+    scores = {"lang_score": Score("langid: top-1 language probability", "min_score",
+                                  applies=lambda c: c.languages is not None)}
+    counted = {"lang": ("language", "documents langid saw")}
 
     def __init__(self, config: LangIdConfig | None = None, **params):
         super().__init__(config, **params)

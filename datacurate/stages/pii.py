@@ -248,6 +248,16 @@ class Pii(Stage):
                           "docs": int(pc.sum(pc.greater(col, 0)).as_py() or 0)}
         return {"pii": out} if out else {}
 
+    @classmethod
+    def report_section(cls, view) -> str:
+        rows = [[kind, v.get("matches", 0), v.get("docs", 0)] for kind, v in view.metrics.get("pii", {}).items()]
+        if not rows:
+            return ""
+        return view.draw.section("PII redacted (in the documents the pii stage saw)",
+                                 view.draw.hbars("pii: matches replaced, by kind", [(k, [n]) for k, n, _ in rows],
+                                                 ["matches"]),
+                                 view.draw.table(["kind", "matches replaced", "documents"], rows))
+
     def annotate(self, table: pa.Table):
         text = table.column(TEXT).combine_chunks()
         n = len(text)

@@ -42,7 +42,7 @@ import xxhash
 
 from datacurate.models.fasttext_model import FastTextScorer, score_histogram
 from datacurate.schema import ID, TEXT
-from datacurate.stages.base import Stage, first_reason
+from datacurate.stages.base import Score, Stage, first_reason
 
 def _classifiers_dir() -> Path:
     """The shipped models: the repository's classifiers/ (source checkout, editable install,
@@ -99,6 +99,7 @@ class Quality(Stage):
     name = "quality"
     Config = QualityConfig
     columns = {"quality_score": pa.float32()}
+    scores = {"quality_score": Score("quality: P(hq)", "min_score", applies=lambda c: c.mode == "threshold")}
 
     def __init__(self, config: QualityConfig | None = None, **params):
         super().__init__(config, **params)

@@ -27,11 +27,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from datacurate.schema import TEXT, TOKENS
+from datacurate.schema import N_TOKENS, TEXT, TOKENS
 from datacurate.stages.base import Stage, first_reason
 from datacurate.tokenizer import load_tokenizer
 
-N_TOKENS = "n_tokens"
 TOKENS_TYPE = pa.large_list(pa.uint32())
 
 

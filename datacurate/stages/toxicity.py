@@ -45,7 +45,7 @@ import pyarrow.compute as pc
 
 from datacurate.models.fasttext_model import FastTextScorer, load_card, score_histogram
 from datacurate.schema import TEXT
-from datacurate.stages.base import Stage, first_reason
+from datacurate.stages.base import Score, Stage, first_reason
 from datacurate.text.charclass import RegexClass, double
 from datacurate.stages.quality import CLASSIFIERS, scored_rows
 
@@ -157,6 +157,8 @@ class Toxicity(Stage):
     name = "toxicity"
     Config = ToxicityConfig
     columns = {"toxicity_score": pa.float32(), "toxicity_wordlist_hits": pa.int32()}
+    scores = {"toxicity_score": Score("toxicity: document score", "classifier.max_score", "above",
+                                      applies=lambda c: c.classifier.enabled)}
 
     def __init__(self, config: ToxicityConfig | None = None, **params):
         super().__init__(config, **params)
