@@ -21,6 +21,8 @@ key=value``; an unknown key is a one-line error with a did-you-mean, before any 
   JSONL / Parquet records), ``tasks: {NAME: PATH}`` (multiple-choice JSONL), ``tokenizer``
   (``null``: the shipped sample tokenizer, one for all arms; a path: that one; ``arm``:
   each arm's own, whose losses do not compare across tokenizers) and ``seq_len``.
+* ``jobs``: how many units (an arm's curation, a seed's training) run at once as Ray tasks;
+  null: one after another on this machine, on a cluster (``ray.address``) as many as it holds.
 """
 
 from __future__ import annotations
@@ -104,10 +106,13 @@ class AblationConfig:
     budget: BudgetConfig = opt(BudgetConfig, "the training budget of every arm")
     eval: EvalConfig = opt(EvalConfig, "what every model is evaluated on")
     ray: RayConfig = opt(RayConfig, "for every arm's curation")
+    jobs: Optional[int] = opt(None, "units (an arm's curation, a seed's run) at once on Ray; null: 1 (cluster: CPUs)")
 
     def validate(self) -> None:
         if self.input is None:
             raise ValueError("no input given")
+        if self.jobs is not None and self.jobs < 1:
+            raise ValueError("jobs must be >= 1")
         if len(self.arms) < 2:
             raise ValueError("arms: give at least two arms to compare")
         for name in self.arms:

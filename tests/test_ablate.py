@@ -237,6 +237,44 @@ def test_identical_arms_then_kill_and_resume(tmp_path):
     assert again.returncode == 2 and "another configuration" in again.stderr
 
 
+def test_arms_and_seeds_run_as_parallel_ray_jobs(tmp_path):
+    """``jobs: 2``: curations and trainings are Ray tasks, two at a time. The first training
+    to start stops at a fault point and is let go only once a second training has started,
+    which a run of one unit after another never reaches (the test would time out). Two
+    identical arms, each seed trained in its own worker: the paired differences are 0."""
+    import time
+
+    docs = [orjson.loads(x) for x in (REPO / "sample_data" / "corpus" / "news.jsonl").read_bytes().splitlines()[:40]]
+    with open(tmp_path / "corpus.jsonl", "wb") as f:
+        f.writelines(orjson.dumps(d) + b"\n" for d in docs)
+    arm = {"stages": ["tokenize", DECOMPOSE]}
+    cfg = {**_ablation(tmp_path, {"a": arm, "b": arm}, tokens=4096, seeds=2, eval_docs=3), "jobs": 2}
+    (tmp_path / "ab.yaml").write_text(yaml.safe_dump(cfg))
+    faults = tmp_path / "faults"
+    proc = subprocess.Popen([sys.executable, "-m", "datacurate.cli", "ablate", str(tmp_path / "ab.yaml"), "--no-report"],
+                            env=_env(DATACURATE_FAULT="ablate:train:0:wait", DATACURATE_FAULT_DIR=str(faults)),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO)
+    try:
+        deadline = time.monotonic() + 600
+        while not (faults / "ablate.train.1").exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert (faults / "ablate.train.1").exists(), "a second training never started while the first waited"
+        (faults / "ablate.train.0.go").touch()
+        stdout, stderr = proc.communicate(timeout=600)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, stderr[-3000:]
+    assert "up to 2 at once on Ray" in stderr
+    units = {u["unit"]: u for u in map(json.loads, (tmp_path / "out" / "_ablate" / "units.jsonl").read_text().splitlines())}
+    assert set(units) == {"a", "b", "a/seed-0", "a/seed-1", "b/seed-0", "b/seed-1"}
+    runs = [u for k, u in units.items() if "/" in k]
+    assert any(x["started"] < y["started"] < x["ended"] for x in runs for y in runs)  # two ran at the same time
+    assert len({u["pid"] for u in runs}) >= 2
+    summary = json.loads((tmp_path / "out" / "ablation.json").read_text())
+    assert summary["diffs"]["b"]["prose"]["seeds"] == [0.0, 0.0]
+    assert all((tmp_path / "out" / arm / f"seed-{s}" / "eval.json").is_file() for arm in "ab" for s in (0, 1))
+
+
 def test_heuristics_beat_no_filter_on_half_junk_corpus(tmp_path):
     """Half Brown news prose, half generated junk (repeated lines, symbol soup,
     boilerplate); at equal tokens the heuristics arm has the lower loss on unseen Brown

@@ -1,6 +1,7 @@
 """``datacurate ablate``: every arm curated once, trained once per seed, evaluated, compared.
 
-Per arm ``a`` (in the order of the YAML, one after the other on this machine):
+Per arm ``a`` (one unit after another in this process; with ``jobs`` > 1, or on a cluster,
+as Ray tasks, ``jobs`` at a time, a seed after its arm's curation: :func:`_run_parallel`):
 
 1. **curate**: the arm's pipeline on the shared input -> ``OUT/a/curated/`` (kept,
    rejected, shards, stats.json, report.html, and ``doremi/`` when the arm has a
@@ -140,46 +141,58 @@ class Evaluator:
         return {"eval": scores, "detail": detail, "step": state["step"], "tokenizer_sha256": info.sha256}
 
 
-def _kept_tokens(shards: str) -> int:
-    from datacurate.shards import read_manifest
+def _curate(cfg: AblationConfig, arm: str, resume: bool, log) -> None:
+    """One arm's curation (unit ``arm``), unless a complete one of this configuration is there."""
+    from datacurate.engine.runner import config_sha256 as run_sha256, run_pipeline
 
-    return sum(int(b["tokens"]) for b in read_manifest(shards)["buckets"].values())
+    pcfg = arm_pipeline(cfg, arm)
+    done = _read_json(os.path.join(pcfg.output.path, "stats.json"))
+    if resume and done is not None and done.get("config_sha256") == run_sha256(pcfg):
+        log(f"[ablate] resume: {arm}: curation was complete")
+        return
+    log(f"[ablate] {arm}: curating -> {pcfg.output.path}")
+    run_pipeline(pcfg, resume=resume, log=log, progress=False)
+
+
+def _seed_done(cfg: AblationConfig, arm: str, seed: int) -> bool:
+    return os.path.isfile(os.path.join(cfg.arm_dir(arm), f"seed-{seed}", "eval.json"))
+
+
+def _train(cfg: AblationConfig, arm: str, seed: int, resume: bool, log, evaluator: Optional["Evaluator"] = None,
+           device: Optional[str] = None) -> dict:
+    """One seed of one arm (unit ``arm/seed-<k>``): train, evaluate, write ``eval.json``."""
+    from datacurate.train.loop import pick_device
+
+    faults.point("ablate", "train")  # the tests' fault injection: a unit has started
+    tc = arm_train_config(cfg, arm, arm_pipeline(cfg, arm), seed)
+    log(f"[ablate] {arm} seed {seed}: training {tc.steps} steps x {tc.data.tokens_per_step:,} tokens -> {tc.output}")
+    final = launch_train(tc, resume=resume, ray_cfg=cfg.ray, log=quiet)
+    res = (evaluator or Evaluator(cfg))(final["checkpoint"], tc.shards, device or pick_device(cfg.budget.device))
+    res.update(arm=arm, seed=seed, steps=tc.steps, tokens=final["tokens"])
+    _write_json(os.path.join(tc.output, "eval.json"), res)
+    log(f"[ablate] {arm} seed {seed}: " + "  ".join(f"{k} {v:.4f}" for k, v in res["eval"].items()))
+    return res
 
 
 def run_ablation(cfg: AblationConfig, resume: bool = False, log: Optional[Callable[[str], None]] = None,
                  report: bool = True) -> dict:
     """Run (or continue) the ablation ``cfg``; ``ablation.json``'s content."""
-    from datacurate.engine.runner import config_sha256 as run_sha256, run_pipeline
-    from datacurate.train.loop import pick_device
-
     log = log or (lambda m: print(m, file=sys.stderr, flush=True))
     evaluator = Evaluator(cfg)  # the eval files are read before any work: a bad one fails now
     _start(cfg, resume, log)
     os.environ[faults.DRIVER_ENV] = str(os.getpid())  # the tests' fault injection (kill-driver)
-    device = pick_device(cfg.budget.device)
-    for arm in cfg.arms:
-        pcfg = arm_pipeline(cfg, arm)
-        done = _read_json(os.path.join(pcfg.output.path, "stats.json"))
-        if resume and done is not None and done.get("config_sha256") == run_sha256(pcfg):
-            log(f"[ablate] resume: {arm}: curation was complete")
-        else:
-            log(f"[ablate] {arm}: curating -> {pcfg.output.path}")
-            run_pipeline(pcfg, resume=resume, log=log, progress=False)
-        faults.point("ablate", "curated")
-        for seed in cfg.seeds:
-            tc = arm_train_config(cfg, arm, pcfg, seed)
-            ev_path = os.path.join(tc.output, "eval.json")
-            if resume and os.path.isfile(ev_path):
-                log(f"[ablate] resume: {arm} seed {seed}: trained and evaluated before")
-                continue
-            log(f"[ablate] {arm} seed {seed}: training {tc.steps} steps x {tc.data.tokens_per_step:,} tokens "
-                f"-> {tc.output}")
-            final = launch_train(tc, resume=resume, ray_cfg=cfg.ray, log=quiet)
-            res = evaluator(final["checkpoint"], tc.shards, device)
-            res.update(arm=arm, seed=seed, steps=tc.steps, tokens=final["tokens"])
-            _write_json(ev_path, res)
-            log(f"[ablate] {arm} seed {seed}: " + "  ".join(f"{k} {v:.4f}" for k, v in res["eval"].items()))
-            faults.point("ablate", "seed")
+    if cfg.jobs != 1 and (cfg.jobs or cfg.ray.address):
+        _run_parallel(cfg, resume, log)
+    else:  # one unit after another, in this process
+        for arm in cfg.arms:
+            _curate(cfg, arm, resume, log)
+            faults.point("ablate", "curated")
+            for seed in cfg.seeds:
+                if resume and _seed_done(cfg, arm, seed):
+                    log(f"[ablate] resume: {arm} seed {seed}: trained and evaluated before")
+                    continue
+                _train(cfg, arm, seed, resume, log, evaluator)
+                faults.point("ablate", "seed")
     summary = summarize(cfg, evaluator.describe())
     _write_json(os.path.join(cfg.output, "ablation.json"), summary)
     if report:
@@ -190,6 +203,53 @@ def run_ablation(cfg: AblationConfig, resume: bool = False, log: Optional[Callab
         except Exception as e:  # noqa: BLE001 - a failed page never fails a finished ablation
             log(f"[ablate] warning: report.html not written: {type(e).__name__}: {e}")
     return summary
+
+
+def _run_parallel(cfg: AblationConfig, resume: bool, log) -> None:
+    """Arms' curations and seeds' trainings as Ray tasks, a seed after its arm's curation;
+    ``OUT/_ablate/units.jsonl`` says where and when each ran. At once: ``jobs``, else (on a
+    cluster) as many training runs as its CPUs hold, ``budget.train.workers`` CPUs each."""
+    from datacurate.engine.launch import on_ray_train
+    from datacurate.engine.ray.jobs import Job, cluster_cpus, run_jobs
+    from datacurate.engine.ray_backend import init_ray
+
+    started = init_ray(cfg.ray)
+    limit = cfg.jobs or max(1, cluster_cpus() // max(1, int(cfg.budget.train.get("workers", 1))))
+    # a training run in the task: one CPU (and one torch thread); on Ray Train the task only waits
+    cpus = 0 if on_ray_train(arm_train_config(cfg, cfg.baseline, arm_pipeline(cfg, cfg.baseline), 0), cfg.ray) else 1
+    jobs = []
+    for arm in cfg.arms:
+        jobs.append(Job(arm, _curate, (cfg, arm, resume, _stderr)))
+        for seed in cfg.seeds:
+            if resume and _seed_done(cfg, arm, seed):
+                log(f"[ablate] resume: {arm} seed {seed}: trained and evaluated before")
+                continue
+            jobs.append(Job(f"{arm}/seed-{seed}", _train, (cfg, arm, seed, resume, _stderr), after=arm,
+                            num_cpus=cpus))
+    log(f"[ablate] {len(jobs)} units, up to {limit} at once on Ray")
+    try:
+        with open(os.path.join(cfg.output, STATE, "units.jsonl"), "a") as units:
+            for job, out in run_jobs(jobs, limit):
+                units.write(json.dumps({"unit": job.key, **{k: out[k] for k in ("host", "pid", "started", "ended")}})
+                            + "\n")
+                units.flush()
+                log(f"[ablate] {job.key}: done ({out['ended'] - out['started']:.0f} s, {out['host']} pid {out['pid']})")
+                faults.point("ablate", "seed" if job.after else "curated")
+    finally:
+        if started:
+            from datacurate.engine.ray_backend import shutdown
+
+            shutdown()
+
+
+def _stderr(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def _kept_tokens(shards: str) -> int:
+    from datacurate.shards import read_manifest
+
+    return sum(int(b["tokens"]) for b in read_manifest(shards)["buckets"].values())
 
 
 def summarize(cfg: AblationConfig, tokenizer: dict) -> dict:

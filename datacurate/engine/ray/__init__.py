@@ -1,0 +1,1 @@
+"""The one package that imports Ray."""
