@@ -67,9 +67,9 @@ def update_weights(alpha: torch.Tensor, last: torch.Tensor, excess_sum: torch.Te
 class GroupDRO(Objective):
     """The proxy's objective (see the module docstring); state is checkpointed with the proxy.
     A step's weights come from its excess losses before its gradient: with one micro-batch,
-    from that micro-batch's own forward pass (in :meth:`loss`); with ``grad_accum > 1``, from
-    a pass without gradient over all the step's micro-batches first (:meth:`begin_step`, about
-    a third more compute), so the weights and the gradient are those of one whole batch."""
+    from that micro-batch's own forward pass (in :meth:`loss`); with ``grad_accum > 1``, from a
+    forward pass without gradient over all the step's micro-batches first (:meth:`begin_step`: one
+    more proxy forward per micro-batch), so the weights and gradient are those of one whole batch."""
 
     def __init__(self, ds: ShardDataset, device: str, autocast, reference: str, eta: float, smoothing: float,
                  sidecar: str, out_dir: Optional[str], compiled: bool = False):
