@@ -7,7 +7,6 @@ import dataclasses
 import inspect
 import json
 import os
-import re
 import sys
 import typing
 
@@ -20,20 +19,13 @@ from datacurate.registry import STAGES
 from datacurate.storage import StorageError
 from datacurate.train.checkpoint import CheckpointError
 from datacurate.train.data import ShardError
-
-
-def _field_comments(cls: type) -> dict[str, str]:
-    try:
-        src = inspect.getsource(cls)
-    except (OSError, TypeError):
-        return {}
-    return {m.group(1): m.group(2).strip() for m in re.finditer(r"^\s+(\w+):[^\n#]*#\s*([^\n]*)$", src, re.M)}
+from datacurate.train_config import DoremiRunConfig, TrainConfig, load_train_config
 
 
 def _describe(cls: type, prefix: str = "  ") -> list[str]:
+    """A config dataclass's keys: default, type and help (the fields' ``opt(..., help)``)."""
     out = []
     hints = typing.get_type_hints(cls)
-    comments = _field_comments(cls)
     for f in dataclasses.fields(cls):
         tp = hints[f.name]
         if dataclasses.is_dataclass(tp):
@@ -42,7 +34,7 @@ def _describe(cls: type, prefix: str = "  ") -> list[str]:
             continue
         default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
         tname = str(tp).replace("typing.", "").replace("<class '", "").replace("'>", "")
-        note = f"  # {comments[f.name]}" if f.name in comments else ""
+        note = f"  # {f.metadata['help']}" if "help" in f.metadata else ""
         out.append(f"{prefix}{f.name}: {json.dumps(default, default=str)}  ({tname}){note}")
     return out
 
@@ -225,7 +217,6 @@ def _ray_cfg(args):
 
 def cmd_train(args) -> int:
     from datacurate.engine.launch import launch_train
-    from datacurate.train.config import load_train_config
 
     cfg = load_train_config(args.config, args.set, shards=args.shards, output=args.output, workers=args.workers)
     final = launch_train(cfg, args.resume, _ray_cfg(args))
@@ -238,8 +229,6 @@ def cmd_train(args) -> int:
 
 def cmd_doremi(args) -> int:
     from datacurate.engine.launch import launch_doremi
-    from datacurate.train.config import load_train_config
-    from datacurate.train.doremi import DoremiRunConfig
 
     cfg = load_train_config(args.config, args.set, cls=DoremiRunConfig, shards=args.shards, output=args.output,
                             workers=args.workers)
@@ -304,9 +293,10 @@ def cmd_ablate(args) -> int:
     return 0
 
 
-def _model_command(sub, name: str, fn, help: str, config_help: str, output_help: str, set_help: str) -> None:
-    """``train`` and ``doremi`` take the same arguments."""
-    c = sub.add_parser(name, help=help)
+def _model_command(sub, name: str, fn, help: str, config_help: str, output_help: str, set_help: str, keys) -> None:
+    """``train`` and ``doremi`` take the same arguments; ``--help`` lists the config's keys."""
+    c = sub.add_parser(name, help=help, epilog="keys:\n" + "\n".join(_describe(keys)),
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     c.add_argument("config", nargs="?", help=config_help)
     c.add_argument("--shards", help="token shard directory (with manifest.json)")
     c.add_argument("--output", help=output_help)
@@ -376,13 +366,14 @@ def build_parser() -> argparse.ArgumentParser:
     de.add_argument("--output", required=True)
     de.set_defaults(fn=cmd_dedup_eval)
     _model_command(sub, "train", cmd_train, "train a GPT on token shards (dataset-decomposition curriculum, RHO-1)",
-                   "training YAML (keys of datacurate.train.config.TrainConfig)",
-                   "output directory: metrics.jsonl, final.json, checkpoints/",
-                   "override a key, e.g. model.preset=124m, steps=1000, data.curriculum=uniform, rho1.ratio=0.6")
+                   "training YAML (keys below)", "output directory: metrics.jsonl, final.json, checkpoints/",
+                   "override a key, e.g. model.preset=124m, steps=1000, data.curriculum=uniform, rho1.ratio=0.6",
+                   TrainConfig)
     _model_command(sub, "doremi", cmd_doremi, "DoReMi domain weights: reference + Group-DRO proxy -> domain_weights.json",
                    "YAML with the train keys plus a doremi: section",
                    "output directory: domain_weights.json, weights.jsonl, reference/, proxy/",
-                   "e.g. doremi.proxy_steps=500, doremi.eta=1, doremi.reference_weights=w.json, model.preset=124m")
+                   "e.g. doremi.proxy_steps=500, doremi.eta=1, doremi.reference_weights=w.json, model.preset=124m",
+                   DoremiRunConfig)
     ab = sub.add_parser("ablate", help="compare data recipes at a fixed training budget: curate each arm, train "
                                        "it per seed, evaluate, report mean and CI per arm and the paired difference")
     ab.add_argument("ablation", help="ablation YAML (input, output, arms, baseline, budget, eval)")

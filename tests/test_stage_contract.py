@@ -16,12 +16,13 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
+from datacurate.coerce import opt
 from datacurate.stages.base import Score, Stage, first_reason
 
 
 @dataclass
 class ShoutConfig:
-    max_score: float = 0.5  # reject documents whose share of capital letters is above this
+    max_score: float = opt(0.5, "reject documents whose share of capital letters is above this")
 
 
 class Shout(Stage):
@@ -93,4 +94,4 @@ def test_a_stage_declared_in_a_test_runs_and_shows_everywhere(shout, ray_session
     assert "the share of capital letters" in mine
     assert "# adds columns: shout_score (float)" in mine
     assert "# scores: shout_score (rejects above max_score)" in mine
-    assert "max_score: 0.5" in mine
+    assert "max_score: 0.5  (float)  # reject documents whose share of capital letters is above this" in mine

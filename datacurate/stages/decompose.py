@@ -35,6 +35,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from datacurate import shards
+from datacurate.coerce import opt
 from datacurate.dicts import merge
 from datacurate.schema import DOMAIN, ID, N_TOKENS, ORD, REJECT_REASON, TOKENS
 from datacurate.stages import mixture
@@ -45,17 +46,17 @@ TOO_SHORT = "decompose/too_short"
 
 @dataclass
 class DecomposeConfig:
-    mode: Literal["decompose", "pack"] = "decompose"  # pack: concat-and-chunk baseline
-    min_log2: int = 6  # smallest bucket 2^min_log2 tokens; shorter tails are dropped (counted)
-    max_log2: int = 11  # largest bucket; longer documents are first cut into 2^max_log2 chunks
-    seq_len: int = 2048  # pack mode: sequence length
-    mixture: Optional[dict[str, float]] = None  # {domain: weight}; null = natural mixture
-    mixture_file: Optional[str] = None  # JSON {domain: weight} or {"domain_weights": {...}} (DoReMi)
-    total_tokens: Optional[int] = None  # tokens the shards hold after mixing; null = all bucketed tokens
-    seed: int = 0  # sampling coins: hash of (seed, document id, position)
-    output: Optional[str] = None  # shard directory; null = OUT/shards
-    tokenizer: Optional[str] = None  # null: the tokenize stage's tokenizer (in-process: the shipped one)
-    target_file_bytes: int = 256 << 20  # bytes of token ids per shard file at most (whole sequences, one at least)
+    mode: Literal["decompose", "pack"] = opt("decompose", "pack: concat-and-chunk baseline")
+    min_log2: int = opt(6, "smallest bucket 2^min_log2 tokens; shorter tails are dropped (counted)")
+    max_log2: int = opt(11, "largest bucket; longer documents are first cut into 2^max_log2 chunks")
+    seq_len: int = opt(2048, "pack mode: sequence length")
+    mixture: Optional[dict[str, float]] = opt(None, "{domain: weight}; null = natural mixture")
+    mixture_file: Optional[str] = opt(None, 'JSON {domain: weight} or {"domain_weights": {...}} (DoReMi)')
+    total_tokens: Optional[int] = opt(None, "tokens the shards hold after mixing; null = all bucketed tokens")
+    seed: int = opt(0, "sampling coins: hash of (seed, document id, position)")
+    output: Optional[str] = opt(None, "shard directory; null = OUT/shards")
+    tokenizer: Optional[str] = opt(None, "null: the tokenize stage's tokenizer (in-process: the shipped one)")
+    target_file_bytes: int = opt(256 << 20, "bytes of token ids per shard file at most (whole sequences, one at least)")
 
     def validate(self) -> None:
         if not 0 <= self.min_log2 <= self.max_log2 <= 24:

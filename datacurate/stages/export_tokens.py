@@ -39,6 +39,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from datacurate import megatron, storage
+from datacurate.coerce import opt
 from datacurate.schema import DOMAIN, ID, ORD, REJECT_REASON
 from datacurate.stages import mixture
 from datacurate.stages.base import GlobalStage
@@ -51,12 +52,12 @@ OWNS = (MANIFEST, "tokenizer.json", "tokenizer_config.json", "special_tokens_map
 
 @dataclass
 class ExportTokensConfig:
-    format: Literal["megatron", "hf"] = "megatron"  # megatron: indexed dataset .bin/.idx; hf: Parquet + tokenizer
-    path: Optional[str] = None  # export directory, local or s3://; null = OUT/<format>
-    split_by: Optional[Literal["domain"]] = None  # megatron: one prefix per domain (+ the --data-path weights)
-    weights_file: Optional[str] = None  # split_by domain: DoReMi domain_weights.json for the blend; null = token shares
-    prefix: str = "text_document"  # megatron file names: <prefix>.bin, or <domain>_<prefix>.bin with split_by
-    target_file_bytes: int = 256 << 20  # hf: bytes of token ids (int32) per Parquet file at most (one row at least)
+    format: Literal["megatron", "hf"] = opt("megatron", "megatron: indexed dataset .bin/.idx; hf: Parquet + tokenizer")
+    path: Optional[str] = opt(None, "export directory, local or s3://; null = OUT/<format>")
+    split_by: Optional[Literal["domain"]] = opt(None, "megatron: one prefix per domain (+ the --data-path weights)")
+    weights_file: Optional[str] = opt(None, "split_by domain: DoReMi weights JSON for the blend; null = token shares")
+    prefix: str = opt("text_document", "megatron file names: <prefix>.bin, or <domain>_<prefix>.bin with split_by")
+    target_file_bytes: int = opt(256 << 20, "hf: token id bytes (int32) per Parquet file at most (one row at least)")
 
     def validate(self) -> None:
         if self.weights_file and self.split_by != "domain":
