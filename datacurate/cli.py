@@ -315,7 +315,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--input", help="input file, directory or glob (overrides the YAML)")
     r.add_argument("--output", help="output directory (overrides the YAML)")
     r.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                   help="override a parameter: STAGE.KEY=VALUE (STAGE: a name or an index), or e.g. input.text_field=content")
+                   help="override a parameter, e.g. STAGE.KEY=VALUE (STAGE: its name or index) or input.text_field=content")
     r.add_argument("--ray-address", help="Ray cluster address (default: $RAY_ADDRESS, else an embedded local Ray)")
     r.add_argument("--quiet", action="store_true", help="no live progress")
     r.add_argument("--resume", action="store_true",

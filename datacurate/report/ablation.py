@@ -8,7 +8,7 @@ from collections import defaultdict
 
 from datacurate import storage
 from datacurate.report import svg
-from datacurate.report.scan import _json, _jsonl
+from datacurate.report.scan import read_json, read_jsonl
 
 
 def _pm(e: dict) -> str:
@@ -46,7 +46,7 @@ def ablation_section(out_dir: str, summary: dict) -> str:
                                 "verdict", "kept tokens", "kept docs", "epochs"], rows))
     curves = {}
     for arm in summary["arms"]:
-        per_seed = [_jsonl(storage.join(out_dir, arm, f"seed-{k}", "metrics.jsonl")) for k in summary["seeds"]]
+        per_seed = [read_jsonl(storage.join(out_dir, arm, f"seed-{k}", "metrics.jsonl")) for k in summary["seeds"]]
         by_step: dict = defaultdict(list)
         for recs in per_seed:
             for r in recs:
@@ -64,7 +64,7 @@ def ablation_section(out_dir: str, summary: dict) -> str:
 
 def write_ablation_report(out_dir: str, path: str | None = None) -> str:
     """``OUT/report.html`` of a ``datacurate ablate`` output (from its ``ablation.json``)."""
-    summary = _json(storage.join(out_dir, "ablation.json"))
+    summary = read_json(storage.join(out_dir, "ablation.json"))
     if not isinstance(summary, dict) or "arms" not in summary:
         raise ValueError(f"{out_dir}: no ablation.json")
     path = path or storage.join(out_dir, "report.html")

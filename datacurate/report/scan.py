@@ -20,14 +20,14 @@ SAMPLES = 5  # documents shown per reject reason
 SAMPLE_CHARS = 300  # characters shown per document
 
 
-def _json(path: str):
+def read_json(path: str):
     try:
         return json.loads(storage.read_text(path))
     except (OSError, ValueError):
         return None
 
 
-def _jsonl(path: str) -> list[dict]:
+def read_jsonl(path: str) -> list[dict]:
     """The records of a JSONL log; a line cut short by a crash is skipped."""
     out = []
     try:

@@ -24,12 +24,10 @@ from datacurate import shards, storage
 from datacurate.coerce import coerce
 from datacurate.registry import STAGES
 from datacurate.report import svg
-from datacurate.report.scan import SAMPLE_CHARS, Scan, _json, _jsonl, find_training, sample_rejects, shard_counts
+from datacurate.report.scan import (SAMPLE_CHARS, Scan, find_training, read_json, read_jsonl, sample_rejects,
+                                    shard_counts)
 from datacurate.schema import DOMAIN
 from datacurate.stages.base import Stage
-
-DOMAIN_HEAD = ("domain", "all documents read")
-
 
 @dataclass
 class View:
@@ -66,7 +64,7 @@ def shard_set(out_dir: str, configs: dict) -> tuple[str | None, dict | None]:
         for cfg in (configs.get(cls.name), cls.Config()) if cls.writes_shards else ():
             d = cfg and cls.output_dir(cfg, out_dir)
             if d and storage.isfile(storage.join(d, shards.MANIFEST)):
-                return d, _json(storage.join(d, shards.MANIFEST))
+                return d, read_json(storage.join(d, shards.MANIFEST))
     return None, None
 
 
@@ -152,7 +150,8 @@ def _mix(title: str, counts: dict[str, Counter], top: int = 15) -> str:
 
 def mix_section(scan: Scan) -> str:
     """Before and after of the domain and of the columns stages count with a heading (``Stage.counted``)."""
-    heads = [(c, h) for cls in STAGES.values() for c, h in cls.counted.items() if h] + [(DOMAIN, DOMAIN_HEAD)]
+    heads = [(c, h) for cls in STAGES.values() for c, h in cls.counted.items() if h]
+    heads.append((DOMAIN, ("domain", "all documents read")))
     parts = [f"<h3>{svg.esc(what)} ({svg.esc(whose)})</h3>" + _mix(f"{what} mix", scan.counts[col])
              for col, (what, whose) in heads if scan.counts[col]["before"]]
     return svg.section("Language and domain mix, before and after (% of documents)", *parts)
@@ -184,7 +183,7 @@ def _curve(recs: list[dict], key: str) -> tuple[list, list]:
 
 
 def train_section(title: str, d: str) -> str:
-    recs = _jsonl(storage.join(d, "metrics.jsonl"))
+    recs = read_jsonl(storage.join(d, "metrics.jsonl"))
     if not recs:
         return ""
     evals = [r for r in recs if "eval_loss" in r]
@@ -212,14 +211,14 @@ def doremi_section(d: str) -> str:
     rel = {f: f[len(storage.abspath(d)) + 1:] for f in files}
     weight_files = [f for f in files if re.fullmatch(r"(round-[^/]*/)?weights\.jsonl", rel[f])]
     for path in weight_files:
-        recs = _jsonl(path)
+        recs = read_jsonl(path)
         doms = sorted({k for r in recs for k in r.get("alpha", {})})
         where = posixpath.dirname(rel[path]) or "."
         label = "" if where == "." else f" ({where})"
         parts.append(svg.lines(f"DoReMi domain weights{label}",
                                {k: _curve([{"step": r["step"], "w": r["alpha"].get(k)} for r in recs], "w") for k in doms},
                                "proxy step", "domain weight (alpha)"))
-    final = _json(storage.join(d, "domain_weights.json"))
+    final = read_json(storage.join(d, "domain_weights.json"))
     if isinstance(final, dict) and final:
         parts.append(svg.hbars("DoReMi final domain weights (average over proxy steps)",
                                [(k, [v]) for k, v in final.items()], ["weight"]))
@@ -230,7 +229,7 @@ def doremi_section(d: str) -> str:
 
 def write_report(out_dir: str, train_dir: str | None = None, path: str | None = None) -> str:
     """Write the run report of ``out_dir`` (default ``out_dir/report.html``); return its path."""
-    stats = _json(storage.join(out_dir, "stats.json")) or {}
+    stats = read_json(storage.join(out_dir, "stats.json")) or {}
     try:
         config = yaml.safe_load(storage.read_text(storage.join(out_dir, "config.yaml"))) or {}
     except (OSError, yaml.YAMLError):
