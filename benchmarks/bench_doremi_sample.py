@@ -15,8 +15,8 @@ import os
 import platform
 import time
 
-from datacurate.train.config import load_train_config
-from datacurate.train.doremi import DoremiRunConfig, run_doremi
+from datacurate.train.doremi import run_doremi
+from datacurate.train_config import DoremiRunConfig, load_train_config
 from datacurate.train.loop import train
 
 

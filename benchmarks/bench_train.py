@@ -69,12 +69,13 @@ if str(ROOT) not in sys.path:
 
 from datacurate import shards  # noqa: E402
 from datacurate.train import checkpoint  # noqa: E402
-from datacurate.train.config import TrainConfig  # noqa: E402
-from datacurate.train.data import DataConfig, ShardDataset, StepSampler  # noqa: E402
+from datacurate.train.data import ShardDataset, StepSampler  # noqa: E402
 from datacurate.train.doremi import GroupDRO  # noqa: E402
-from datacurate.train.loop import PlainObjective, lr_at, make_optimizer  # noqa: E402
-from datacurate.train.model import GPT, ModelConfig  # noqa: E402
+from datacurate.train.loop import lr_at, make_optimizer  # noqa: E402
+from datacurate.train.model import GPT  # noqa: E402
+from datacurate.train.objective import Part, PlainObjective  # noqa: E402
 from datacurate.train.rho1 import Reference, Rho1Objective, score_tokens  # noqa: E402
+from datacurate.train_config import DataConfig, ModelConfig, TrainConfig  # noqa: E402
 
 PEAK_BF16 = 989.4e12  # H100 / H200 SXM dense bf16
 # token share of each bucket in the sample corpus (64 .. 2048); synthetic shards take the last n
@@ -138,8 +139,8 @@ class Bench:
             "doremi_on_the_fly": GroupDRO(ds, self.device, self.autocast, ref_path, 1.0, 1e-3, "off", None, cuda),
             "doremi_sidecar": GroupDRO(ds, self.device, self.autocast, ref_path, 1.0, 1e-3, "require", None, cuda),
         }
-        assert not self.objectives["rho1_on_the_fly"].needs_side and self.objectives["rho1_sidecar"].needs_side
-        assert not self.objectives["doremi_on_the_fly"].needs_side and self.objectives["doremi_sidecar"].needs_side
+        assert not self.objectives["rho1_on_the_fly"].sides and self.objectives["rho1_sidecar"].sides
+        assert not self.objectives["doremi_on_the_fly"].sides and self.objectives["doremi_sidecar"].sides
         self.n = 0  # steps taken by ours (drives the learning-rate schedule, as in the loop)
 
     def sync(self) -> None:
@@ -173,16 +174,17 @@ class Bench:
         for g in self.opt.param_groups:
             g["lr"] = lr_at(self.n, self.cfg)
         batch = self.sampler_for_step.batch(step)
-        arrays = ds.gather(batch.seq_len, batch.index, [0, 2] if obj.needs_side else [0])
-        tokens = torch.from_numpy(arrays[0].astype(np.int64)).to(self.device)  # (B, L)
-        side = arrays[1].astype(np.float32) if len(arrays) > 1 else None  # (B, L-1)
+        arrays = ds.gather(batch.seq_len, batch.index, ["tokens", *obj.sides])
+        tokens = torch.from_numpy(arrays.pop("tokens").astype(np.int64)).to(self.device)  # (B, L)
+        part = Part(tokens, {k: v.astype(np.float32) for k, v in arrays.items()}, batch.domains, 1.0)
+        obj.begin_step([part], self.fwd)
         with self.autocast():
             losses = self.fwd(tokens[:, :-1], tokens[:, 1:])  # (B, L-1)
-        loss = obj.loss(losses, tokens, side, batch.domains)
-        loss.backward()
+        obj.loss(losses, part).backward()
         torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.cfg.optim.grad_clip)
         self.opt.step()
         self.opt.zero_grad(set_to_none=True)
+        obj.end_step(self.n + 1)
         losses.detach().mean().item()
         self.n += 1
         return losses.numel()

@@ -33,24 +33,24 @@ import json
 import math
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal, Optional
 
-from datacurate.config import (ConfigError, PipelineConfig, RayConfig, _apply_override, coerce, from_dict,
-                               load_config, parse_override, read_yaml, to_dict)
-from datacurate.train.model import ModelConfig
+from datacurate.coerce import ConfigError, coerce, from_dict, opt, parse_override, read_yaml, set_key
+from datacurate.config import PipelineConfig, RayConfig, load_config, pipeline_override, pipeline_train_config, to_dict
+from datacurate.train_config import ModelConfig
 
 SET_BY_BUDGET = ("model", "steps", "seed", "device", "shards", "output")
 
 
 @dataclass
 class ArmConfig:
-    stages: Optional[list[Any]] = None  # inline stages, as a pipeline's stages:
-    pipeline: Optional[str] = None  # a pipeline YAML (its stages and doremi:; its train: is not used)
-    base: Optional[str] = None  # a pipeline YAML changed by `set`
-    set: Optional[dict[str, Any]] = None  # {stage.key: value} overrides of `base`, as --set
-    train: Optional[dict[str, Any]] = None  # train keys for this arm only (e.g. data.domain_weights)
-    doremi: Optional[dict[str, Any]] = None  # a pipeline doremi: section: train by DoReMi weights
+    stages: Optional[list[Any]] = opt(None, "inline stages, as a pipeline's stages:")
+    pipeline: Optional[str] = opt(None, "a pipeline YAML (its stages and doremi:; its train: is not used)")
+    base: Optional[str] = opt(None, "a pipeline YAML changed by `set`")
+    set: Optional[dict[str, Any]] = opt(None, "{stage.key: value} overrides of `base`, as --set", whole_keys=True)
+    train: Optional[dict[str, Any]] = opt(None, "train keys for this arm only (e.g. data.domain_weights)")
+    doremi: Optional[dict[str, Any]] = opt(None, "a pipeline doremi: section: train by DoReMi weights")
 
     def validate(self) -> None:
         given = [k for k in ("stages", "pipeline", "base") if getattr(self, k) is not None]
@@ -66,11 +66,11 @@ class ArmConfig:
 
 @dataclass
 class BudgetConfig:
-    model: ModelConfig = field(default_factory=ModelConfig)  # the train model: keys (preset, n_layer, ...)
-    tokens: int = 1_000_000  # training tokens per run (arms that keep less data repeat it)
-    seeds: int = 3  # runs per arm, seeds 0 .. seeds-1 (a seed sets the init and the data order)
+    model: ModelConfig = opt(ModelConfig, "the train model: keys (preset, n_layer, ...)")
+    tokens: int = opt(1_000_000, "training tokens per run (arms that keep less data repeat it)")
+    seeds: int = opt(3, "runs per arm, seeds 0 .. seeds-1 (a seed sets the init and the data order)")
     device: Literal["auto", "cpu", "cuda"] = "auto"
-    train: dict[str, Any] = field(default_factory=dict)  # other train keys, the same for every arm
+    train: dict[str, Any] = opt(dict, "other train keys, the same for every arm")
 
     def validate(self) -> None:
         if self.tokens < 1 or self.seeds < 1:
@@ -83,10 +83,10 @@ class BudgetConfig:
 
 @dataclass
 class EvalConfig:
-    text: dict[str, str] = field(default_factory=dict)  # NAME: held-out text file (loss, nats per token)
-    tasks: dict[str, str] = field(default_factory=dict)  # NAME: multiple-choice JSONL (acc_norm)
-    tokenizer: Optional[str] = None  # null: the shipped sample tokenizer for all arms; a path; "arm": each arm's own
-    seq_len: int = 256  # window of the text loss (every model's max_seq_len must reach it)
+    text: dict[str, str] = opt(dict, "NAME: held-out text file (loss, nats per token)")
+    tasks: dict[str, str] = opt(dict, "NAME: multiple-choice JSONL (acc_norm)")
+    tokenizer: Optional[str] = opt(None, 'null: the shipped sample tokenizer for all arms; a path; "arm": each its own')
+    seq_len: int = opt(256, "window of the text loss (every model's max_seq_len must reach it)")
 
     def validate(self) -> None:
         if not self.text and not self.tasks:
@@ -99,14 +99,14 @@ class EvalConfig:
 
 @dataclass
 class AblationConfig:
-    input: Any = None  # a pipeline's input: (a path, a list, or a mapping)
+    input: Any = opt(None, "a pipeline's input: (a path, a list, or a mapping)")
     output: str = "out/ablation"
-    arms: dict[str, ArmConfig] = field(default_factory=dict)
-    baseline: Optional[str] = None  # default: the first arm
-    budget: BudgetConfig = field(default_factory=BudgetConfig)
-    eval: EvalConfig = field(default_factory=EvalConfig)
-    ray: RayConfig = field(default_factory=RayConfig)  # for every arm's curation
-    jobs: Optional[int] = None  # units (an arm's curation, a seed's run) at once on Ray; null: 1, on a cluster its CPUs
+    arms: dict[str, ArmConfig] = opt(dict, "NAME: the arm's recipe")
+    baseline: Optional[str] = opt(None, "default: the first arm")
+    budget: BudgetConfig = opt(BudgetConfig, "the training budget of every arm")
+    eval: EvalConfig = opt(EvalConfig, "what every model is evaluated on")
+    ray: RayConfig = opt(RayConfig, "for every arm's curation")
+    jobs: Optional[int] = opt(None, "units (an arm's curation, a seed's run) at once on Ray; null: 1 (cluster: CPUs)")
 
     def validate(self) -> None:
         if self.input is None:
@@ -130,23 +130,10 @@ class AblationConfig:
         return os.path.join(self.output, arm)
 
 
-def _override(raw: dict, item: str) -> None:
-    """``--set`` on the ablation YAML; ``arms.A.set.<stage.key>`` keeps its dotted key whole."""
-    parts, value = parse_override(item)
-    if len(parts) > 3 and parts[0] == "arms" and parts[2] == "set":
-        parts = parts[:3] + [".".join(parts[3:])]
-    node = raw
-    for p in parts[:-1]:
-        if not isinstance(node.get(p), dict):
-            node[p] = {}
-        node = node[p]
-    node[parts[-1]] = value
-
-
 def load_ablation_config(source: str | dict, overrides: list[str] | None = None) -> AblationConfig:
     raw = copy.deepcopy(source) if isinstance(source, dict) else read_yaml(source, "ablation")
     for item in overrides or []:
-        _override(raw, item)
+        set_key(raw, *parse_override(item), AblationConfig)
     cfg = from_dict(AblationConfig, raw, "ablation")
     for name in cfg.arms:  # every arm's pipeline and training config, checked before any work
         arm_train_config(cfg, name, arm_pipeline(cfg, name), 0)
@@ -168,10 +155,7 @@ def arm_pipeline(cfg: AblationConfig, name: str) -> PipelineConfig:
     else:
         raw = read_yaml(arm.pipeline or arm.base, f"{where} pipeline")
         for key, value in (arm.set or {}).items():
-            try:
-                _apply_override(raw, [p for p in str(key).split(".") if p], value)
-            except ConfigError as e:
-                raise ConfigError(f"{where}.set: {str(e).removeprefix('--set ')}") from None
+            pipeline_override(raw, [p for p in str(key).split(".") if p], value, f"{where}.set:")
     raw.pop("train", None)
     if arm.doremi is not None:
         raw["doremi"] = copy.deepcopy(arm.doremi)
@@ -187,7 +171,7 @@ def arm_pipeline(cfg: AblationConfig, name: str) -> PipelineConfig:
         pcfg = load_config(raw)
     except ConfigError as e:
         raise ConfigError(f"{where}: {e}") from None
-    if not any(getattr(STAGES[s.name], "writes_shards", False) for s in pcfg.stages):
+    if not any(s.cls.writes_shards for s in pcfg.stages):
         raise ConfigError(f"{where}: no decompose stage: an arm must write token shards to train on "
                           "(end its stages with tokenize and decompose)")
     return pcfg
@@ -203,8 +187,6 @@ def _merge(base: dict, over: dict) -> dict:
 def arm_train_config(cfg: AblationConfig, name: str, pcfg: PipelineConfig, seed: int):
     """Seed ``seed`` of arm ``name``: the budget's training, the arm's override, its shards,
     DoReMi's weights when the arm has a doremi: section and sets none itself."""
-    from datacurate.config import pipeline_train_config
-
     raw = _merge(cfg.budget.train, cfg.arms[name].train or {})
     data = raw.setdefault("data", {})
     data.setdefault("eval_fraction", 0.0)

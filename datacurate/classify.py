@@ -33,7 +33,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
@@ -41,6 +41,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from datacurate.coerce import ConfigError, coerce, from_dict, opt, parse_override, read_yaml, set_key
 from datacurate.models.fasttext_model import FastTextScorer, load_card, normalize  # noqa: F401 - re-exported
 
 # ----------------------------------------------------------------------------- metrics
@@ -88,48 +89,47 @@ class FastTextParams:
     dim: int = 32
     epoch: int = 5
     lr: float = 0.5
-    word_ngrams: int = 2  # 2 = words + word bigrams (DCLM's setting)
+    word_ngrams: int = opt(2, "2 = words + word bigrams (DCLM's setting)")
     min_count: int = 3
-    minn: int = 0  # character n-grams of each word, from minn to maxn characters; 0 = off (fastText's
-    maxn: int = 0  # supervised default). They let the model score unseen spellings ("fuuuck", "arseholes").
-    bucket: int = 500_000  # hash buckets for bigrams and character n-grams: the model's size before quantisation
-    thread: int = 1  # 1 = reproducible; more threads train faster but not bit-identically
+    minn: int = opt(0, "character n-grams of each word, from minn to maxn characters; 0 = off (fastText's default)")
+    maxn: int = opt(0, 'they let the model score unseen spellings ("fuuuck", "arseholes")')
+    bucket: int = opt(500_000, "hash buckets for bigrams and character n-grams: the model's size before quantisation")
+    thread: int = opt(1, "1 = reproducible; more threads train faster but not bit-identically")
 
 
 @dataclass
 class QuantizeParams:
-    enabled: bool = True  # save a product-quantised .ftz (what ships)
-    cutoff: int = 30_000  # keep the most useful words and bigrams; 0 = all (quantising time grows with it)
-    retrain: bool = True  # fine-tune the embeddings after the cutoff
+    enabled: bool = opt(True, "save a product-quantised .ftz (what ships)")
+    cutoff: int = opt(30_000, "keep the most useful words and bigrams; 0 = all (quantising time grows with it)")
+    retrain: bool = opt(True, "fine-tune the embeddings after the cutoff")
     qnorm: bool = True
     dsub: int = 2
 
 
 @dataclass
 class TrainConfig:
-    output: str = "classifier.ftz"  # model path; the JSON card goes next to it (.json)
-    positive: list[str] = field(default_factory=list)  # files / dirs / globs (JSONL or Parquet) of positive examples
-    negative: list[str] = field(default_factory=list)  # ... of negative examples
-    data: list[str] = field(default_factory=list)  # files whose label_field holds the label (instead of positive/negative)
-    # extra labelled files (label_field) that are always on the training side: added data from another
-    # register that must not change, or enter, the held-out split
-    train_only: list[str] = field(default_factory=list)
-    positive_label: str = "pos"  # scores are P(positive_label); the stage's `label`
+    output: str = opt("classifier.ftz", "model path; the JSON card goes next to it (.json)")
+    positive: list[str] = opt(list, "files / dirs / globs (JSONL or Parquet) of positive examples")
+    negative: list[str] = opt(list, "... of negative examples")
+    data: list[str] = opt(list, "files whose label_field holds the label (instead of positive/negative)")
+    train_only: list[str] = opt(list, "extra labelled files (label_field) always on the training side: added data "
+                                "from another register that must not change, or enter, the held-out split")
+    positive_label: str = opt("pos", "scores are P(positive_label); the stage's `label`")
     negative_label: str = "neg"
     label_field: str = "label"
     text_field: str = "text"
-    id_field: str = "id"  # ids "<doc>#<n>": examples of one <doc> stay on one side of the split
+    id_field: str = opt("id", 'ids "<doc>#<n>": examples of one <doc> stay on one side of the split')
     name: str = ""
-    notes: dict[str, str] = field(default_factory=dict)  # copied into the card: how data and labels were obtained
-    holdout_frac: float = 0.2  # share of source documents (groups) held out
+    notes: dict[str, str] = opt(dict, "copied into the card: how data and labels were obtained")
+    holdout_frac: float = opt(0.2, "share of source documents (groups) held out")
     seed: int = 0
-    threshold: float = 0.5  # for precision / recall / F1
-    positive_weight: int = 1  # each positive training example is written this many times (rare positives)
-    lowercase: bool = False  # normalisation: lowercase before tokenising
-    split_punctuation: bool = True  # normalisation: punctuation and symbols as tokens of their own
-    max_chars: int = 100_000  # characters of each example used
-    fasttext: FastTextParams = field(default_factory=FastTextParams)
-    quantize: QuantizeParams = field(default_factory=QuantizeParams)
+    threshold: float = opt(0.5, "for precision / recall / F1")
+    positive_weight: int = opt(1, "each positive training example is written this many times (rare positives)")
+    lowercase: bool = opt(False, "normalisation: lowercase before tokenising")
+    split_punctuation: bool = opt(True, "normalisation: punctuation and symbols as tokens of their own")
+    max_chars: int = opt(100_000, "characters of each example used")
+    fasttext: FastTextParams = opt(FastTextParams, "fastText's training parameters")
+    quantize: QuantizeParams = opt(QuantizeParams, "product quantisation of the saved model")
 
     def validate(self) -> None:
         if not (self.positive and self.negative) and not self.data:
@@ -211,13 +211,9 @@ def _fasttext_train(train_path: str, output: Path, ft: FastTextParams, q: Quanti
 
 def train_classifier(config: TrainConfig | None = None, **params) -> dict:
     """Train, quantise, evaluate on the held-out groups; write ``.ftz`` + card; return the card."""
-    from datacurate.config import coerce
-
     cfg = config if config is not None else coerce(params, TrainConfig, "train")
     ft = cfg.fasttext
     if ft.minn < 0 or ft.maxn < 0 or (ft.maxn and ft.minn > ft.maxn) or (ft.minn and not ft.maxn):
-        from datacurate.config import ConfigError
-
         raise ConfigError(f"train.fasttext: minn={ft.minn}, maxn={ft.maxn}: character n-grams need "
                           "1 <= minn <= maxn (both 0 = off)")
     t0 = time.perf_counter()
@@ -302,22 +298,8 @@ def write_card(model_path: Path | str, card: dict) -> Path:
 
 def load_train_config(path: Optional[str], overrides: list[str] | None = None, **given) -> TrainConfig:
     """YAML file (optional) <- keyword values <- ``key.sub=value`` overrides -> TrainConfig."""
-    import yaml
-
-    from datacurate.config import ConfigError, from_dict, parse_override
-
-    raw: dict = {}
-    if path:
-        if not Path(path).is_file():
-            raise ConfigError(f"training config not found: {path}")
-        raw = yaml.safe_load(Path(path).read_text()) or {}
-        if not isinstance(raw, dict):
-            raise ConfigError(f"{path}: the top level must be a mapping")
+    raw = read_yaml(path, "training config") if path else {}
     raw.update({k: v for k, v in given.items() if v})
     for item in overrides or []:
-        keys, value = parse_override(item)
-        node = raw
-        for k in keys[:-1]:
-            node = node.setdefault(k, {})
-        node[keys[-1]] = value
+        set_key(raw, *parse_override(item), TrainConfig)
     return from_dict(TrainConfig, raw, "train")

@@ -7,7 +7,6 @@ import dataclasses
 import inspect
 import json
 import os
-import re
 import sys
 import typing
 
@@ -16,23 +15,17 @@ from datacurate.config import ConfigError, load_config
 from datacurate.engine.ray.supervise import may_join, supervise
 from datacurate.errors import RunStopped, explain, stopped
 from datacurate.io import InputError
+from datacurate.registry import STAGES
 from datacurate.storage import StorageError
 from datacurate.train.checkpoint import CheckpointError
 from datacurate.train.data import ShardError
-
-
-def _field_comments(cls: type) -> dict[str, str]:
-    try:
-        src = inspect.getsource(cls)
-    except (OSError, TypeError):
-        return {}
-    return {m.group(1): m.group(2).strip() for m in re.finditer(r"^\s+(\w+):[^\n#]*#\s*([^\n]*)$", src, re.M)}
+from datacurate.train_config import DoremiRunConfig, TrainConfig, load_train_config
 
 
 def _describe(cls: type, prefix: str = "  ") -> list[str]:
+    """A config dataclass's keys: default, type and help (the fields' ``opt(..., help)``)."""
     out = []
     hints = typing.get_type_hints(cls)
-    comments = _field_comments(cls)
     for f in dataclasses.fields(cls):
         tp = hints[f.name]
         if dataclasses.is_dataclass(tp):
@@ -41,22 +34,31 @@ def _describe(cls: type, prefix: str = "  ") -> list[str]:
             continue
         default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
         tname = str(tp).replace("typing.", "").replace("<class '", "").replace("'>", "")
-        note = f"  # {comments[f.name]}" if f.name in comments else ""
+        note = f"  # {f.metadata['help']}" if "help" in f.metadata else ""
         out.append(f"{prefix}{f.name}: {json.dumps(default, default=str)}  ({tname}){note}")
     return out
 
 
 def cmd_stages(args) -> int:
-    from datacurate.registry import STAGES
-
     for name, cls in STAGES.items():
         doc = (cls.__dict__.get("__doc__") or inspect.getmodule(cls).__doc__ or "").strip().splitlines()[0]
         print(f"{name}: {doc}")
-        if cls.columns:  # an input field may not take these names (input.rename)
-            print(f"  # adds columns: {', '.join(f'{c} ({t})' for c, t in cls.columns.items())}")
-        print("\n".join(_describe(cls.Config)))
+        print("".join(f"  # {line}\n" for line in _contract(cls)) + "\n".join(_describe(cls.Config)))
         print()
     return 0
+
+
+def _contract(cls) -> list[str]:
+    """What a stage class declares: the columns it adds (an input field may not take their
+    names), its scores and thresholds, the stages it needs, what it writes."""
+    writes = [", ".join(f"OUT/{n}" for n in cls.default_outputs) + (f" (or where {cls.output_key} says)"
+                                                                     if cls.output_key else "")]
+    return [f"{what}: {', '.join(items)}" for what, items in (
+        ("adds columns", [f"{c} ({t})" for c, t in cls.columns.items()]),
+        ("scores", [f"{c} (rejects {s.reject} {s.key})" if s.key else c for c, s in cls.scores.items()]),
+        ("needs before it", cls.requires), ("writes", writes if cls.default_outputs else []),
+        ("makes", ["token ids"] * cls.makes_tokens + ["a shard set (train: reads it)"] * cls.writes_shards),
+        ("runs", ["over the whole corpus (a global stage)"] * cls.is_global)) if items]
 
 
 def cmd_run(args) -> int:
@@ -70,8 +72,9 @@ def cmd_run(args) -> int:
     report = run_pipeline(cfg, resume=args.resume, report=not args.no_report)
     print(format_funnel(report))
     outs = [f"{cfg.output.path}/kept", f"{cfg.output.path}/rejected", f"{cfg.output.path}/stats.json"]
-    for st in report["stages"].values():  # what global stages wrote: shard sets, saved filters
-        outs += [_shown(str(st.get("metrics", {})[k])) for k in ("shards", "filter_saved_to", "exported_to") if k in st.get("metrics", {})]
+    named = list(dict.fromkeys(k for cls in STAGES.values() for k in cls.output_metrics))
+    for st in report["stages"].values():  # what stages wrote besides kept/rejected (Stage.output_metrics)
+        outs += [_shown(str(st["metrics"][k])) for k in named if k in st.get("metrics", {})]
     if cfg.doremi is not None:
         print("doremi: domain weights " + "  ".join(f"{k} {v:.3f}" for k, v in report["doremi"].items()))
         outs.append(f"{cfg.doremi.output}/domain_weights.json")
@@ -157,7 +160,7 @@ def cmd_dedup_eval(args) -> int:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from datacurate.dedup_eval import make_dup_corpus, pair_report
+    from datacurate.dedup_eval import dedup_pipeline, make_dup_corpus, pair_report
     from datacurate.engine import run_pipeline
 
     os.makedirs(args.output, exist_ok=True)
@@ -179,8 +182,7 @@ def cmd_dedup_eval(args) -> int:
                 raise InputError(f"{args.pairs}: pairs need columns id_a, id_b, jaccard (missing {col})")
     else:
         raise ConfigError("dedup-eval: give --generate N, or --docs and --pairs")
-    cfg = load_config({"input": docs_path, "output": os.path.join(args.output, "run"),
-                       "stages": [{"near_dedup": {"threshold": args.threshold}}]}, args.set)
+    cfg = load_config(dedup_pipeline(docs_path, os.path.join(args.output, "run"), args.threshold), args.set)
     run_pipeline(cfg)
     out = _read_clusters(cfg.output.path)
     report = pair_report(pairs, out, threshold=args.positive_jaccard)
@@ -215,7 +217,6 @@ def _ray_cfg(args):
 
 def cmd_train(args) -> int:
     from datacurate.engine.launch import launch_train
-    from datacurate.train.config import load_train_config
 
     cfg = load_train_config(args.config, args.set, shards=args.shards, output=args.output, workers=args.workers)
     final = launch_train(cfg, args.resume, _ray_cfg(args))
@@ -228,8 +229,6 @@ def cmd_train(args) -> int:
 
 def cmd_doremi(args) -> int:
     from datacurate.engine.launch import launch_doremi
-    from datacurate.train.config import load_train_config
-    from datacurate.train.doremi import DoremiRunConfig
 
     cfg = load_train_config(args.config, args.set, cls=DoremiRunConfig, shards=args.shards, output=args.output,
                             workers=args.workers)
@@ -294,9 +293,10 @@ def cmd_ablate(args) -> int:
     return 0
 
 
-def _model_command(sub, name: str, fn, help: str, config_help: str, output_help: str, set_help: str) -> None:
-    """``train`` and ``doremi`` take the same arguments."""
-    c = sub.add_parser(name, help=help)
+def _model_command(sub, name: str, fn, help: str, config_help: str, output_help: str, set_help: str, keys) -> None:
+    """``train`` and ``doremi`` take the same arguments; ``--help`` lists the config's keys."""
+    c = sub.add_parser(name, help=help, epilog="keys:\n" + "\n".join(_describe(keys)),
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     c.add_argument("config", nargs="?", help=config_help)
     c.add_argument("--shards", help="token shard directory (with manifest.json)")
     c.add_argument("--output", help=output_help)
@@ -315,7 +315,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--input", help="input file, directory or glob (overrides the YAML)")
     r.add_argument("--output", help="output directory (overrides the YAML)")
     r.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                   help="override a parameter, e.g. langid.min_score=0.5 or input.text_field=content")
+                   help="override a parameter, e.g. STAGE.KEY=VALUE (STAGE: its name or index) or input.text_field=content")
     r.add_argument("--ray-address", help="Ray cluster address (default: $RAY_ADDRESS, else an embedded local Ray)")
     r.add_argument("--quiet", action="store_true", help="no live progress")
     r.add_argument("--resume", action="store_true",
@@ -359,19 +359,21 @@ def build_parser() -> argparse.ArgumentParser:
     de.add_argument("--seed", type=int, default=0)
     de.add_argument("--docs", help="documents (JSONL or Parquet with id, text)")
     de.add_argument("--pairs", help="known pairs (JSONL or Parquet with id_a, id_b, jaccard)")
-    de.add_argument("--threshold", type=float, default=0.8, help="near_dedup Jaccard threshold")
+    de.add_argument("--threshold", type=float, default=0.8, help="Jaccard threshold of the dedup stage")
     de.add_argument("--positive-jaccard", type=float, default=0.85, help="pairs at or above count as duplicates")
-    de.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="e.g. near_dedup.num_perm=256")
+    de.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="override a parameter of the dedup stage, e.g. 0.num_perm=256")
     de.add_argument("--output", required=True)
     de.set_defaults(fn=cmd_dedup_eval)
     _model_command(sub, "train", cmd_train, "train a GPT on token shards (dataset-decomposition curriculum, RHO-1)",
-                   "training YAML (keys of datacurate.train.config.TrainConfig)",
-                   "output directory: metrics.jsonl, final.json, checkpoints/",
-                   "override a key, e.g. model.preset=124m, steps=1000, data.curriculum=uniform, rho1.ratio=0.6")
+                   "training YAML (keys below)", "output directory: metrics.jsonl, final.json, checkpoints/",
+                   "override a key, e.g. model.preset=124m, steps=1000, data.curriculum=uniform, rho1.ratio=0.6",
+                   TrainConfig)
     _model_command(sub, "doremi", cmd_doremi, "DoReMi domain weights: reference + Group-DRO proxy -> domain_weights.json",
                    "YAML with the train keys plus a doremi: section",
                    "output directory: domain_weights.json, weights.jsonl, reference/, proxy/",
-                   "e.g. doremi.proxy_steps=500, doremi.eta=1, doremi.reference_weights=w.json, model.preset=124m")
+                   "e.g. doremi.proxy_steps=500, doremi.eta=1, doremi.reference_weights=w.json, model.preset=124m",
+                   DoremiRunConfig)
     ab = sub.add_parser("ablate", help="compare data recipes at a fixed training budget: curate each arm, train "
                                        "it per seed, evaluate, report mean and CI per arm and the paired difference")
     ab.add_argument("ablation", help="ablation YAML (input, output, arms, baseline, budget, eval)")

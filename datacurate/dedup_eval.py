@@ -55,6 +55,11 @@ def _edit(words: list[str], rate: float, pool: list[str], rng: np.random.Generat
     return out
 
 
+def dedup_pipeline(docs: str, out: str, threshold: float) -> dict:
+    """The pipeline ``datacurate dedup-eval`` runs on ``docs``: near dedup alone."""
+    return {"input": docs, "output": out, "stages": [{"near_dedup": {"threshold": threshold}}]}
+
+
 def make_dup_corpus(texts: Sequence[str], n_docs: int, edit_rates: Sequence[float], seed: int,
                     doc_words: int = 300, copy_frac: float = 0.5, ngram: int = 5) -> tuple[pa.Table, pa.Table]:
     """(docs: id, text, orig; pairs: id_a, id_b, kind, edit_rate, jaccard).

@@ -24,7 +24,7 @@ class Pipeline:
     def __init__(self, stages: Sequence[Stage], ray: RayConfig | dict | None = None):
         self.stages = list(stages)
         self.ray = coerce(ray or {}, RayConfig, "ray")
-        check_order([StageSpec(s.name, s.config) for s in self.stages])
+        check_order([StageSpec(s.name, s.config, type(s)) for s in self.stages])
 
     @classmethod
     def from_yaml(cls, path: str, overrides: list[str] | None = None) -> "Pipeline":
@@ -45,7 +45,7 @@ class Pipeline:
         if output is not None:
             out = dataclasses.replace(out, path=output)
         cfg = PipelineConfig(input=inp, output=out, ray=self.ray,
-                             stages=[StageSpec(s.name, s.config) for s in self.stages])
+                             stages=[StageSpec(s.name, s.config, type(s)) for s in self.stages])
         old = getattr(self, "_output", OutputConfig()).path
         cfg.doremi, cfg.train = (_moved(getattr(self, k, None), old, out.path) for k in ("_doremi", "_train"))
         return cfg

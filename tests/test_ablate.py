@@ -111,7 +111,7 @@ def test_multiple_choice_scorer_agrees_with_transformers_on_an_exported_model(tm
     from datacurate.stages.decompose import Decompose
     from datacurate.stages.tokenize import Tokenize
     from datacurate.train import checkpoint
-    from datacurate.train.config import load_train_config
+    from datacurate.train_config import load_train_config
     from datacurate.train.export import export_model
     from datacurate.train.loop import train
     from datacurate.tokenizer import load_tokenizer

@@ -153,3 +153,58 @@ def test_python_api_keeps_every_input_and_output_key(tmp_path):
     assert (cfg.output.path, cfg.output.keep_work, cfg.output.compression) == (str(tmp_path / "o"), True, "snappy")
     cfg = pipe.config(text_field="body")  # an input option alone keeps the YAML's path and the rest
     assert (cfg.input.path, cfg.input.text_field, cfg.input.id_field) == (["a.jsonl"], "body", "key")
+
+
+def test_one_set_merge_walks_the_dataclass_tree():
+    """coerce.set_key, the one --set merge (pipelines, training, ablation, classifier configs)."""
+    from datacurate.ablation_config import AblationConfig
+    from datacurate.coerce import set_key
+    from datacurate.train_config import TrainConfig
+
+    raw = {"input": "data.jsonl", "stages": ["langid", {"heuristics": None}]}
+    set_key(raw, ["input", "text_field"], "body", PipelineConfig)  # a section given as a path
+    set_key(raw, ["stages", "1", "c4", "enabled"], False, PipelineConfig)  # a list entry by index ...
+    set_key(raw, ["stages", "langid", "min_score"], 0.5, PipelineConfig)  # ... or by name
+    set_key(raw, ["train", "data", "tokens_per_step"], 1024, PipelineConfig)
+    assert raw == {"input": {"path": "data.jsonl", "text_field": "body"},
+                   "stages": [{"langid": {"min_score": 0.5}}, {"heuristics": {"c4": {"enabled": False}}}],
+                   "train": {"data": {"tokens_per_step": 1024}}}
+    with pytest.raises(ConfigError, match="no entry 'dedup' \\(entries: langid, heuristics\\)"):
+        set_key(raw, ["stages", "dedup", "x"], 1, PipelineConfig)
+    train = {"data": 3}
+    with pytest.raises(ConfigError, match="--set data.cycles: 'data' is not a section"):
+        set_key(train, ["data", "cycles"], 2, TrainConfig)
+    ablation = {}  # arms.<arm>.set keeps its keys whole (whole_keys metadata); arms.<arm>.train nests
+    set_key(ablation, ["arms", "a", "set", "langid", "min_score"], 0.5, AblationConfig)
+    set_key(ablation, ["arms", "a", "train", "data", "curriculum"], "uniform", AblationConfig)
+    set_key(ablation, ["budget", "train", "optim", "lr"], 1e-3, AblationConfig)
+    assert ablation == {"arms": {"a": {"set": {"langid.min_score": 0.5}, "train": {"data": {"curriculum": "uniform"}}}},
+                        "budget": {"train": {"optim": {"lr": 1e-3}}}}
+
+
+def test_help_text_is_field_metadata(capsys):
+    """`datacurate stages` and `train --help` print each field's opt(default, help)."""
+    import dataclasses
+
+    from datacurate.cli import _describe, main
+
+    assert "top-1 probability" in {f.name: f for f in dataclasses.fields(LangIdConfig)}["min_score"].metadata["help"]
+    assert "  min_score: 0.65  (float)  # with a keep-list: reject when the top-1 probability is below this" in \
+        _describe(LangIdConfig)
+    assert LangIdConfig().languages is None and HeuristicsConfig().gopher_quality.stop_words[:2] == ["the", "be"]
+    with pytest.raises(SystemExit):
+        main(["train", "--help"])
+    out = capsys.readouterr().out
+    assert "grad_accum: 1  (int)  # micro-batches per step" in out and "    preset: \"tiny\"" in out
+
+
+def test_the_config_layer_imports_no_training_code():
+    """Pipeline, training and ablation configs load without torch or datacurate.train."""
+    import subprocess
+    import sys
+
+    code = ("import sys, datacurate.config, datacurate.ablation_config, datacurate.train_config; "
+            "print(sorted(m for m in sys.modules if m in ('torch', 'ray') or m.startswith('datacurate.train.')))")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         cwd=Path(__file__).resolve().parent.parent)
+    assert res.returncode == 0 and res.stdout.strip() == "[]", res.stdout + res.stderr

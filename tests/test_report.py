@@ -29,6 +29,7 @@ import pytest
 import yaml
 
 from datacurate import report as report_mod
+from datacurate.report import svg
 from datacurate.cli import main
 from datacurate.report import sample_rejects, write_report
 from tests.texts import PROSE
@@ -357,7 +358,7 @@ def test_report_in_chromium(run_dir, tmp_path, browser):
 
 def test_hostile_text_detected_when_escaping_is_removed(run_dir, tmp_path, browser, monkeypatch):
     """The check above can fail: with the escape disabled the same page runs the hostile markup."""
-    monkeypatch.setattr(report_mod, "esc", str)
+    monkeypatch.setattr(svg, "esc", str)  # the one escape, in the drawing module
     browser.load(write_report(run_dir, path=str(tmp_path / "unescaped.html")))
     found = injections(browser)
     assert "dialog '1'" in found and {"data-pwned=img", "data-pwned=script"} & set(found)

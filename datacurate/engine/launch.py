@@ -5,7 +5,7 @@
   (:mod:`datacurate.engine.ray.train`) with ``workers > 1`` or a Ray address
   (``--ray-address``, ``ray.address`` or ``$RAY_ADDRESS``), so a named cluster trains there.
 * Storage: ``s3://`` shards are cached locally and an ``s3://`` training output is mirrored
-  per checkpoint by the loop itself (:func:`datacurate.train.remote.localize`, on every
+  per checkpoint around the loop (:func:`datacurate.train.remote.mirrored`, on every
   rank); DoReMi's output (two models and the weights) runs into a local mirror uploaded at
   the end (:func:`datacurate.train.remote.mirrored_output`). ``resume`` reads the latest
   checkpoint from the bucket (training) or keeps the local mirror (DoReMi).
@@ -48,13 +48,13 @@ def _runner(cfg, ray_cfg: Optional[RayConfig], log: Callable[[str], None]):
 
 def launch_train(cfg, resume: bool = False, ray_cfg: Optional[RayConfig] = None,
                  log: Optional[Callable[[str], None]] = None) -> dict:
-    """Train ``cfg`` (a :class:`~datacurate.train.config.TrainConfig`); ``final.json``'s content."""
+    """Train ``cfg`` (a :class:`~datacurate.train_config.TrainConfig`); ``final.json``'s content."""
     return _runner(cfg, ray_cfg, log or _stderr)(cfg, resume, None)
 
 
 def launch_doremi(cfg, resume: bool = False, ray_cfg: Optional[RayConfig] = None,
                   log: Optional[Callable[[str], None]] = None) -> dict:
-    """DoReMi's domain weights for ``cfg`` (a :class:`~datacurate.train.doremi.DoremiRunConfig`),
+    """DoReMi's domain weights for ``cfg`` (a :class:`~datacurate.train_config.DoremiRunConfig`),
     also written to ``OUT/domain_weights.json``."""
     from datacurate.train.doremi import run_doremi
     from datacurate.train.remote import mirrored_output

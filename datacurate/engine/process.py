@@ -21,13 +21,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from datacurate import fields, storage
 from datacurate.config import PipelineConfig, StageSpec
-from datacurate.engine.stats import count_reasons, merge
+from datacurate.engine.stats import StageStats, add_task, count_reasons, merge, plain
 from datacurate.io import ReadTask, read_task, write_parts
 from datacurate.schema import (
     BASE_COLUMNS, INPUT_STAGE, INTERNAL_COLUMNS, ORD, REJECT_COLUMNS, REJECT_REASON, REJECT_STAGE, is_internal,
     part_name,
 )
-from datacurate.registry import STAGES
 from datacurate.stages.base import Stage
 
 
@@ -45,7 +44,7 @@ class Segment:
 def plan_segments(specs: Sequence[StageSpec]) -> list[Segment]:
     segments = [Segment(0, [])]
     for spec in specs:
-        if getattr(STAGES[spec.name], "is_global", False):
+        if spec.cls.is_global:
             segments[-1].final = False
             segments.append(Segment(len(segments), [], global_before=spec))
         else:
@@ -63,14 +62,14 @@ def segments_of(cfg: PipelineConfig) -> list[Segment]:
 
 
 def build_stages(specs: Sequence[StageSpec]) -> list[Stage]:
-    return [STAGES[s.name](s.config) for s in specs]
+    return [s.cls(s.config) for s in specs]
 
 
 def output_schema(specs: Sequence[StageSpec]) -> pa.Schema:
     """Column order and types of every output part: base, annotations (stage order), reject."""
     fields = dict(BASE_COLUMNS)
     for s in specs:
-        fields.update(STAGES[s.name].columns)
+        fields.update(s.cls.columns)
     fields.update(REJECT_COLUMNS)
     return pa.schema(list(fields.items()))
 
@@ -81,7 +80,7 @@ def reserved_columns(specs: Sequence[StageSpec]) -> dict[str, str]:
     out.update({n: "the engine adds" for n in REJECT_COLUMNS})
     out.update({n: "the engine uses internally" for n in INTERNAL_COLUMNS})
     for s in specs:
-        out.update({n: f"stage {s.name} adds" for n in STAGES[s.name].columns})
+        out.update({n: f"stage {s.name} adds" for n in s.cls.columns})
     return out
 
 
@@ -118,7 +117,7 @@ def _ensure_columns(out: pa.Table, columns: dict) -> pa.Table:
     return out
 
 
-def apply_stage(stage: Stage, table: pa.Table, decisions: pa.Table | None = None) -> tuple[pa.Table, dict]:
+def apply_stage(stage: Stage, table: pa.Table, decisions: pa.Table | None = None) -> tuple[pa.Table, StageStats]:
     """Run ``stage`` (or apply a global stage's ``decisions``) on the rows nobody rejected
     yet; return the full batch, in order, and the stage's stats for this batch (a global
     stage with no ``decisions`` runs on the batch alone: its metrics are its run's)."""
@@ -128,16 +127,10 @@ def apply_stage(stage: Stage, table: pa.Table, decisions: pa.Table | None = None
     found: dict = {}
 
     def run(t: pa.Table) -> pa.Table:
-        if decisions is None and getattr(stage, "is_global", False):
+        if decisions is None and stage.is_global:  # on this batch alone: its metrics are its run's
             t, found["metrics"] = stage.run_table(t)
             return t
-        if decisions is None:
-            return stage(t)
-        cols, reasons = stage.apply(t, decisions)
-        for name, arr in cols.items():
-            i = t.schema.get_field_index(name)
-            t = t.set_column(i, name, arr) if i >= 0 else t.append_column(name, arr)
-        return t.set_column(t.schema.get_field_index(REJECT_REASON), REJECT_REASON, reasons)
+        return stage(t) if decisions is None else stage.annotated(t, *stage.apply(t, decisions))
 
     if n_in == table.num_rows:
         out = run(table)
@@ -152,20 +145,16 @@ def apply_stage(stage: Stage, table: pa.Table, decisions: pa.Table | None = None
     out = _ensure_columns(out, stage.columns)
     newly = np.asarray(pc.is_valid(out.column(REJECT_REASON))) & alive
     out = _mark_stage(out, newly, stage.name)
-    st = {"in": n_in, "kept": n_in - int(newly.sum()),
-          "rejected": count_reasons(out.column(REJECT_REASON).filter(pa.array(newly))),
-          "seconds": time.perf_counter() - t0}
     metrics = found.get("metrics") or (stage.metrics(out.filter(pa.array(alive))) if n_in else {})
-    if metrics:
-        st["metrics"] = metrics
-    return out, st
+    rejected = count_reasons(out.column(REJECT_REASON).filter(pa.array(newly)))
+    return out, StageStats(n_in, n_in - int(newly.sum()), rejected, time.perf_counter() - t0, metrics or None)
 
 
 def _finish(table: pa.Table, stages: Sequence[Stage], seg: Segment, cfg: PipelineConfig, stats: dict) -> None:
     """Run the segment's map stages on ``table`` and write its parts."""
     for stage in stages:
         table, st = apply_stage(stage, table)
-        merge(stats["stages"], {stage.stats_key(stage.config): st})
+        add_task(stats, {"stages": {stage.stats_key(stage.config): st}})
     t0 = time.perf_counter()
     out = cfg.output.path
     name = f"s{seg.index}-{part_name(table.column(ORD)[0].as_py())}"
@@ -212,13 +201,13 @@ def curate_task(task: ReadTask | dict, cfg: PipelineConfig, seg: Segment, stages
         n = table.num_rows
         rejected = count_reasons(table.column(REJECT_REASON).drop_null())
         stats["read"] += n
-        merge(stats["stages"], {INPUT_STAGE: {"in": n, "kept": n - sum(rejected.values()), "rejected": rejected}})
+        add_task(stats, {"stages": {INPUT_STAGE: StageStats(n, n - sum(rejected.values()), rejected)}})
         _finish(table, stages, seg, cfg, stats)
         t_read = time.perf_counter()
     read_seconds += time.perf_counter() - t_read
-    merge(stats["stages"], {INPUT_STAGE: {"seconds": read_seconds}})
+    add_task(stats, {"stages": {INPUT_STAGE: StageStats(seconds=read_seconds)}})
     stats["input_files"] = counters
-    return stats
+    return plain(stats)
 
 
 def load_decisions(directory: str, part_file: str, stage: Stage) -> pa.Table:
@@ -241,6 +230,6 @@ def curate_work_file(path: str, cfg: PipelineConfig, seg: Segment, global_stage:
         table = table.append_column(name, pa.nulls(table.num_rows, typ))
     decisions = load_decisions(decisions_dir(cfg.output.path, seg.index), path, global_stage)
     table, st = apply_stage(global_stage, table, decisions)
-    merge(stats["stages"], {global_stage.stats_key(global_stage.config): st})
+    add_task(stats, {"stages": {global_stage.stats_key(global_stage.config): st}})
     _finish(table, stages, seg, cfg, stats)
-    return stats
+    return plain(stats)

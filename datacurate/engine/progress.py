@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 import time
 
-from datacurate.engine.stats import merge
+from datacurate.engine.stats import StageStats, add_task
 
 
 def eta(seconds: float | None) -> str:
@@ -43,12 +43,13 @@ class Progress:
     def _docs(self, st: dict) -> int:
         if self.index == 0:
             return st.get("read", 0)
-        return st.get("stages", {}).get(self.stages[0], {}).get("in", 0) if self.stages else 0
+        return st.get("stages", {}).get(self.stages[0], StageStats()).n_in if self.stages else 0
 
     def __call__(self, task_stats: dict, nbytes: int = 0, fresh: bool = True) -> None:
         """One task of the segment finished (``fresh``: in this run, not found in the journal)."""
-        merge(self.stats, task_stats)
-        merge(self.seg, task_stats)
+        task_stats = add_task({}, task_stats)
+        add_task(self.stats, task_stats)
+        add_task(self.seg, task_stats)
         self.done += 1
         self.done_bytes += nbytes
         if fresh:
@@ -85,8 +86,8 @@ class Progress:
                 f"{'read' if self.index == 0 else 'in'} {self._docs(self.seg):,}  {rate:,.0f} docs/s  {eta(left)}")
 
     def _counts(self, name: str) -> tuple[int, int, int]:
-        st = self.seg.get("stages", {}).get(name, {})
-        return st.get("in", 0), st.get("kept", 0), sum(st.get("rejected", {}).values())
+        st = self.seg.get("stages", {}).get(name, StageStats())
+        return st.n_in, st.kept, sum(st.rejected.values())
 
     def _tail(self) -> str:
         if self.later:

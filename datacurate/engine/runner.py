@@ -20,7 +20,7 @@ from datacurate.engine.journal import Journal
 from datacurate.engine.launch import launch_doremi, launch_train, quiet
 from datacurate.engine.progress import Progress
 from datacurate.engine.process import build_stages, reserved_columns
-from datacurate.engine.stats import finalize, format_funnel, merge
+from datacurate.engine.stats import StageStats, finalize, format_funnel
 from datacurate.io import InputError, plan_reads
 from datacurate.schema import INPUT_STAGE
 
@@ -32,7 +32,7 @@ def _owned(cfg: PipelineConfig) -> tuple[str, ...]:
     (``Stage.default_outputs``), and train/ and doremi/ when its sections write there."""
     from datacurate.registry import STAGES
 
-    declared = tuple(sorted({n for cls in STAGES.values() for n in getattr(cls, "default_outputs", ())}))
+    declared = tuple(sorted({n for cls in STAGES.values() for n in cls.default_outputs}))
     extra = tuple(name for name, sec in (("doremi", cfg.doremi), ("train", cfg.train))
                   if sec is not None and storage.abspath(sec.output) == storage.join(storage.abspath(cfg.output.path), name))
     return OWNED + declared + extra
@@ -71,10 +71,9 @@ def check_output(cfg: PipelineConfig) -> None:
 
 
 def _remote_outputs(cfg: PipelineConfig) -> list[str]:
-    """The ``s3://`` places a run writes: OUT, and a decompose, train or doremi output."""
-    from datacurate.registry import STAGES
-
-    keys = [(s, STAGES[s.name].output_key) for s in cfg.stages]
+    """The ``s3://`` places a run writes: OUT, the directories stages name (``Stage.output_key``),
+    and a train or doremi output."""
+    keys = [(s, s.cls.output_key) for s in cfg.stages]
     urls = [cfg.output.path] + [getattr(s.config, k) for s, k in keys if k and getattr(s.config, k)]
     urls += [sec.output for sec in (cfg.train, cfg.doremi) if sec is not None]
     return [u for u in urls if storage.is_remote(u)]
@@ -275,7 +274,6 @@ def _curate(cfg: PipelineConfig, tasks, journal: Journal, staging: str, show: bo
     from datacurate.engine.process import segments_of, work_dir
     from datacurate.engine.ray import cluster, segments as ray_segments
     from datacurate.engine.ray.context import RayContext
-    from datacurate.registry import STAGES
 
     t0 = time.perf_counter()
     run_cfg = copy.deepcopy(cfg)
@@ -311,7 +309,7 @@ def _curate(cfg: PipelineConfig, tasks, journal: Journal, staging: str, show: bo
                     ctx = (LocalContext if small else RayContext)(
                         staging, spec.name, journal, files, final_out, outputs, seg.index, cfg.output.compression,
                         cfg.stages[:index], to_dict(cfg), **({} if small else {"log": log, "progress": tracker.phase}))
-                    stage = STAGES[spec.name](spec.config)
+                    stage = spec.cls(spec.config)
                     res = ray_segments.in_one_task(run_global, stage=stage, ctx=ctx) if small else run_global(stage, ctx)
                     metrics, n_skipped = res["metrics"], res["skipped"]
                     info = {"metrics": metrics, "phase_seconds": time.perf_counter() - t1}
@@ -346,9 +344,8 @@ def _curate(cfg: PipelineConfig, tasks, journal: Journal, staging: str, show: bo
         log(f"[datacurate] resume: in all, skipped {skipped} of {total} tasks and phases the interrupted run had done")
     _drop_temporaries(staging)
     for name, info in global_info.items():
-        st = tracker.stats.setdefault("stages", {}).setdefault(name, {"in": 0, "kept": 0, "rejected": {}, "seconds": 0.0})
-        st["seconds"] = st.get("seconds", 0.0) + info["phase_seconds"]
-        merge(st.setdefault("metrics", {}), info["metrics"])
+        st = tracker.stats.setdefault("stages", {}).setdefault(name, StageStats())
+        st += StageStats(seconds=info["phase_seconds"], metrics=info["metrics"])
     rep = finalize(tracker.stats, [INPUT_STAGE] + [stats_key(s) for s in cfg.stages], time.perf_counter() - t0)
     if not rep["totals"]["accounted"]:
         raise RuntimeError(f"accounting mismatch: {rep['totals']}")
@@ -356,10 +353,8 @@ def _curate(cfg: PipelineConfig, tasks, journal: Journal, staging: str, show: bo
 
 
 def stats_key(spec) -> str:
-    """A stage's key in stats.json (its name; two exports in one pipeline differ)."""
-    from datacurate.registry import STAGES
-
-    return STAGES[spec.name].stats_key(spec.config)
+    """A stage's key in stats.json (its name, unless its class tells two instances apart)."""
+    return spec.cls.stats_key(spec.config)
 
 
 def _write_stats(cfg: PipelineConfig, report: dict) -> None:

@@ -1,11 +1,57 @@
-"""Run statistics: per-task dicts summed into ``stats.json``, and the funnel printout."""
+"""Run statistics: per-task statistics (each stage's a :class:`StageStats`) summed into
+``stats.json``, and the funnel printout."""
 
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass, field
+from typing import Optional
 
-from datacurate.dicts import merge  # noqa: F401 - re-exported: the engine sums its stats with it
+from datacurate.dicts import merge
 from datacurate.stages.base import value_counts
+
+
+@dataclass
+class StageStats:
+    """One stage's statistics over some documents; ``+=`` adds another's (a batch's, a
+    task's, a global stage's phases): counts and seconds summed, reasons and metrics merged."""
+
+    n_in: int = 0
+    kept: int = 0
+    rejected: dict = field(default_factory=dict)  # reason (without its detail) -> documents
+    seconds: float = 0.0
+    metrics: Optional[dict] = None  # the stage's own (Stage.metrics, run_global's); None: none reported
+
+    def __iadd__(self, other: StageStats) -> StageStats:
+        self.n_in, self.kept = self.n_in + other.n_in, self.kept + other.kept
+        self.seconds += other.seconds
+        merge(self.rejected, other.rejected)
+        if other.metrics is not None:
+            self.metrics = merge({} if self.metrics is None else self.metrics, other.metrics)
+        return self
+
+    @classmethod
+    def of(cls, d: dict) -> StageStats:
+        """From its stats.json form (the form tasks send and the journal keeps)."""
+        return cls(d.get("in", 0), d.get("kept", 0), dict(d.get("rejected") or {}), d.get("seconds", 0.0),
+                   d.get("metrics"))
+
+    def to_dict(self) -> dict:
+        d = {"in": self.n_in, "kept": self.kept, "rejected": self.rejected, "seconds": self.seconds}
+        return d if self.metrics is None else {**d, "metrics": self.metrics}
+
+
+def add_task(into: dict, task: dict) -> dict:
+    """Add one task's statistics (stage entries as StageStats or their dicts) into ``into``."""
+    for name, st in task.get("stages", {}).items():
+        mine = into.setdefault("stages", {}).setdefault(name, StageStats())
+        mine += st if isinstance(st, StageStats) else StageStats.of(st)
+    return merge(into, {k: v for k, v in task.items() if k != "stages"})
+
+
+def plain(stats: dict) -> dict:
+    """Task statistics as JSON-able data (stage entries in their stats.json form)."""
+    return {**stats, "stages": {k: v.to_dict() for k, v in stats.get("stages", {}).items()}}
 
 
 def count_reasons(reasons) -> dict:
@@ -15,15 +61,12 @@ def count_reasons(reasons) -> dict:
 
 def finalize(stats: dict, stage_order: list[str], wall_seconds: float) -> dict:
     """Order stages as run, add totals and check ``read == kept + rejected``."""
-    stages = stats.get("stages", {})
-    ordered = {name: stages.get(name, {"in": 0, "kept": 0, "rejected": {}, "seconds": 0.0})
-               for name in stage_order}
+    stages = {k: StageStats.of(v) if isinstance(v, dict) else v for k, v in stats.get("stages", {}).items()}
+    ordered = {name: stages.get(name, StageStats()).to_dict() for name in stage_order}
     for st in ordered.values():
-        st.setdefault("in", 0)
-        st.setdefault("kept", 0)
-        st["rejected_total"] = sum(st.get("rejected", {}).values())
-        st["rejected"] = dict(Counter(st.get("rejected", {})).most_common())
-        st["seconds"] = round(st.get("seconds", 0.0), 3)
+        st["rejected_total"] = sum(st["rejected"].values())
+        st["rejected"] = dict(Counter(st["rejected"]).most_common())
+        st["seconds"] = round(st["seconds"], 3)
         if st["in"] and st["seconds"]:
             st["docs_per_second"] = round(st["in"] / st["seconds"], 1)
     rejected_total = sum(stats.get("rejected", {}).values())

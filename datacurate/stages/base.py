@@ -10,7 +10,9 @@ lives in one place. Stages do not import Ray and run anywhere.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Optional
+from dataclasses import dataclass
+from functools import reduce
+from typing import Any, Callable, ClassVar, Optional
 
 import numpy as np
 import pyarrow as pa
@@ -20,18 +22,59 @@ from datacurate.coerce import coerce
 from datacurate.schema import ORD, REJECT_REASON
 
 
+@dataclass(frozen=True)
+class Score:
+    """A score column the report draws as a histogram of kept and rejected rows, with a
+    line at the stage's threshold (read from the resolved config) where one applies."""
+
+    title: str
+    key: str = ""  # dotted config key of the threshold ("" = none)
+    reject: str = "below"  # the stage rejects documents "below" or "above" it
+    applies: Callable[[Any], bool] = lambda config: True  # whether a threshold applies, so configured
+    bounds: Optional[tuple[float, float]] = (0.0, 1.0)  # histogram range; None: the data's
+    log_y: bool = False
+    note: str = ""  # HTML after the histogram, str.format-ed with the stage's metrics (left out if one is missing)
+
+    def threshold(self, config: Any) -> Optional[float]:
+        return reduce(getattr, self.key.split("."), config) if self.key and self.applies(config) else None
+
+
 class Stage:
+    """The contract every stage declares on its class (defaults here); the engine, the
+    report, the CLI and ``datacurate stages`` read it from there and name no stage."""
+
     name: ClassVar[str]
     Config: ClassVar[type]
     columns: ClassVar[dict[str, pa.DataType]] = {}
+    scores: ClassVar[dict[str, Score]] = {}  # columns (of ``columns``) the report draws as score histograms
+    # columns whose values the report counts (kept and rejected rows apart); (what, whose) headings draw
+    # the mix before and after curation, None leaves the counts to the stage's own report section
+    counted: ClassVar[dict[str, Optional[tuple[str, str]]]] = {}
     requires: ClassVar[tuple[str, ...]] = ()  # stages that must run earlier in the pipeline
+    is_global: ClassVar[bool] = False
+    makes_tokens: ClassVar[bool] = False  # adds the token ids later stages (shards, exports) read
+    writes_shards: ClassVar[bool] = False  # writes a shard set (a train: section reads it by default)
     output_key: ClassVar[Optional[str]] = None  # the config key naming a directory the stage writes (s3:// checked)
+    default_outputs: ClassVar[tuple[str, ...]] = ()  # files / directories under OUT it owns, replaced by each run
+    output_metrics: ClassVar[tuple[str, ...]] = ()  # metrics naming what it wrote (``datacurate run`` lists them)
 
     @classmethod
     def stats_key(cls, config: Any) -> str:
         """This stage's key in stats.json: its name, unless a stage that may appear twice
         in one pipeline (two exports) tells its instances apart."""
         return cls.name
+
+    @classmethod
+    def output_dir(cls, config: Any, out: str) -> Optional[str]:
+        """The directory this stage, so configured, writes (``out``: OUT); None: none."""
+        return None
+
+    @classmethod
+    def report_section(cls, view) -> str:
+        """This stage's section of ``report.html`` ("": none). ``view``: a
+        :class:`datacurate.report.sections.View` (stats.json entry, resolved config, data
+        scan, drawing functions)."""
+        return ""
 
     @classmethod
     def rewrites_text(cls, config: Any) -> bool:
@@ -51,22 +94,21 @@ class Stage:
         raise NotImplementedError
 
     def metrics(self, table: pa.Table) -> dict:
-        """Counters for stats.json over this stage's output rows (summed over batches)."""
+        """This stage's metrics in stats.json, over its output rows (summed over batches:
+        numbers add, dicts merge)."""
         return {}
 
     def __call__(self, table: pa.Table) -> pa.Table:
         if isinstance(table, dict):
             table = pa.table(table)
-        return _annotated(table, *self.annotate(table))
+        return self.annotated(table, *self.annotate(table))
 
-
-def _annotated(table: pa.Table, cols: dict, reasons: pa.Array | None) -> pa.Table:
-    """``table`` with a stage's annotation columns and reasons (null = keep) set."""
-    for name, arr in cols.items():
-        table = set_column(table, name, arr)
-    if reasons is None:
-        reasons = pa.nulls(table.num_rows, pa.string())
-    return set_column(table, REJECT_REASON, reasons)
+    @staticmethod
+    def annotated(table: pa.Table, cols: dict, reasons) -> pa.Table:
+        """``table`` with the annotation columns ``cols`` and the ``reasons`` (None: keep all) set."""
+        for name, arr in cols.items():
+            table = set_column(table, name, arr)
+        return set_column(table, REJECT_REASON, pa.nulls(table.num_rows, pa.string()) if reasons is None else reasons)
 
 
 def set_column(table: pa.Table, name: str, values) -> pa.Table:
@@ -138,7 +180,7 @@ class GlobalStage(Stage):
         with_ord = table if ORD in table.column_names else table.append_column(
             ORD, pa.array(np.arange(table.num_rows, dtype=np.int64)))
         decisions, metrics = run_table(self, with_ord, out)
-        return _annotated(table, *self.apply(with_ord, decisions)), metrics
+        return self.annotated(table, *self.apply(with_ord, decisions)), metrics
 
     def __call__(self, table: pa.Table) -> pa.Table:
         return self.run_table(table)[0]

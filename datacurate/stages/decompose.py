@@ -35,28 +35,28 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from datacurate import shards
+from datacurate.coerce import opt
 from datacurate.dicts import merge
-from datacurate.schema import DOMAIN, ID, ORD, REJECT_REASON
+from datacurate.schema import DOMAIN, ID, N_TOKENS, ORD, REJECT_REASON, TOKENS
 from datacurate.stages import mixture
 from datacurate.stages.base import GlobalStage
-from datacurate.stages.tokenize import N_TOKENS, TOKENS
 
 TOO_SHORT = "decompose/too_short"
 
 
 @dataclass
 class DecomposeConfig:
-    mode: Literal["decompose", "pack"] = "decompose"  # pack: concat-and-chunk baseline
-    min_log2: int = 6  # smallest bucket 2^min_log2 tokens; shorter tails are dropped (counted)
-    max_log2: int = 11  # largest bucket; longer documents are first cut into 2^max_log2 chunks
-    seq_len: int = 2048  # pack mode: sequence length
-    mixture: Optional[dict[str, float]] = None  # {domain: weight}; null = natural mixture
-    mixture_file: Optional[str] = None  # JSON {domain: weight} or {"domain_weights": {...}} (DoReMi)
-    total_tokens: Optional[int] = None  # tokens the shards hold after mixing; null = all bucketed tokens
-    seed: int = 0  # sampling coins: hash of (seed, document id, position)
-    output: Optional[str] = None  # shard directory; null = OUT/shards
-    tokenizer: Optional[str] = None  # null: the tokenize stage's tokenizer (in-process: the shipped one)
-    target_file_bytes: int = 256 << 20  # bytes of token ids per shard file at most (whole sequences, one at least)
+    mode: Literal["decompose", "pack"] = opt("decompose", "pack: concat-and-chunk baseline")
+    min_log2: int = opt(6, "smallest bucket 2^min_log2 tokens; shorter tails are dropped (counted)")
+    max_log2: int = opt(11, "largest bucket; longer documents are first cut into 2^max_log2 chunks")
+    seq_len: int = opt(2048, "pack mode: sequence length")
+    mixture: Optional[dict[str, float]] = opt(None, "{domain: weight}; null = natural mixture")
+    mixture_file: Optional[str] = opt(None, 'JSON {domain: weight} or {"domain_weights": {...}} (DoReMi)')
+    total_tokens: Optional[int] = opt(None, "tokens the shards hold after mixing; null = all bucketed tokens")
+    seed: int = opt(0, "sampling coins: hash of (seed, document id, position)")
+    output: Optional[str] = opt(None, "shard directory; null = OUT/shards")
+    tokenizer: Optional[str] = opt(None, "null: the tokenize stage's tokenizer (in-process: the shipped one)")
+    target_file_bytes: int = opt(256 << 20, "bytes of token ids per shard file at most (whole sequences, one at least)")
 
     def validate(self) -> None:
         if not 0 <= self.min_log2 <= self.max_log2 <= 24:
@@ -233,9 +233,10 @@ class Decompose(GlobalStage):
     Config = DecomposeConfig
     columns: dict = {}
     requires = ("tokenize",)
-    writes_shards = True  # a train: section reads its output by default
-    default_outputs = ("shards",)  # under OUT, replaced by each run
+    writes_shards = True
+    default_outputs = ("shards",)
     output_key = "output"
+    output_metrics = ("shards",)
 
     def __init__(self, config=None, **params):
         super().__init__(config, **params)
@@ -250,32 +251,32 @@ class Decompose(GlobalStage):
         """The tokenizer of the shards: that of the last stage before this one that makes
         tokens, else the ``tokenizer`` key (a different one is a one-line error)."""
         from datacurate.coerce import ConfigError
-        from datacurate.registry import STAGES
 
-        src = next((s for s in reversed(before) if getattr(STAGES[s.name], "makes_tokens", False)), None)
+        src = next((s for s in reversed(before) if s.cls.makes_tokens), None)
         if src is None:
             return self.tokenizer_info()
-        info = STAGES[src.name].tokenizer_of(src.config)
+        info = src.cls.tokenizer_of(src.config)
         if self.config.tokenizer and self.tokenizer_info().sha256 != info.sha256:
             raise ConfigError(f"decompose.tokenizer ({self.config.tokenizer}) is not the tokenizer the {src.name} "
                               "stage uses; leave it null")
         return info
 
-    def output_dir(self, out: str) -> str:
+    @classmethod
+    def output_dir(cls, config: DecomposeConfig, out: str) -> str:
         from datacurate import storage
 
-        return storage.abspath(self.config.output or storage.join(out, "shards"))
+        return storage.abspath(config.output or storage.join(out, "shards"))
 
     def preflight(self, cfg, index: int) -> None:
         self.tokenizer_for(cfg.stages[:index])
-        shards.check_dir(self.output_dir(cfg.output.path), cfg.output.overwrite)
+        shards.check_dir(self.output_dir(self.config, cfg.output.path), cfg.output.overwrite)
 
     def run_global(self, ctx) -> dict:
         """Phases 1 and 3 as one task per part file, 2 and 4 on the driver; the shard set
         replaces an earlier one only when the run completes."""
         c = self.config
         info = self.tokenizer_for(ctx.stages_before)
-        final = self.output_dir(ctx.final_out)
+        final = self.output_dir(c, ctx.final_out)
         out_dir = ctx.stage_output(final, owns=(shards.MANIFEST, "tokenizer.json", "len*"))
         counts: dict = {}
         for part_counts in ctx.map_files("count", _phase_count, cfg=c, dec_dir=ctx.decisions_dir,

@@ -52,7 +52,7 @@ from __future__ import annotations
 import gzip
 import json
 import posixpath
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal, Optional, Union
 
 import numpy as np
@@ -62,7 +62,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from datacurate import storage
-from datacurate.coerce import ConfigError
+from datacurate.coerce import ConfigError, opt
 from datacurate.schema import ORD, REJECT_REASON, TEXT
 from datacurate.stages.base import GlobalStage
 from datacurate.text.charclass import RegexClass, removed
@@ -77,14 +77,14 @@ PUNCT = RegexClass(r"[\p{P}\p{S}\x00-\x08\x0e-\x1f\x7f-\x84\x86-\x9f]")
 
 @dataclass
 class DecontaminateConfig:
-    benchmarks: Union[list[str], dict[str, str]] = field(default_factory=list)  # files, directories or globs; or {name: path}
-    fields: Optional[list[str]] = None  # top-level record fields to index; null = every string
-    id_field: str = "id"  # the record's id (never indexed); without it, its 0-based position
+    benchmarks: Union[list[str], dict[str, str]] = opt(list, "files, directories or globs; or {name: path}")
+    fields: Optional[list[str]] = opt(None, "top-level record fields to index; null = every string")
+    id_field: str = opt("id", "the record's id (never indexed); without it, its 0-based position")
     format: Literal["auto", "jsonl", "parquet"] = "auto"
-    n: int = 13  # words per n-gram (GPT-3: 13)
-    min_words: int = 8  # texts shorter than this are not indexed (GPT-3's floor for short tasks)
-    match_short: bool = True  # texts of min_words..n-1 words are matched whole; false: not indexed
-    min_matches: int = 1  # distinct n-grams of one benchmark that make a document contaminated
+    n: int = opt(13, "words per n-gram (GPT-3: 13)")
+    min_words: int = opt(8, "texts shorter than this are not indexed (GPT-3's floor for short tasks)")
+    match_short: bool = opt(True, "texts of min_words..n-1 words are matched whole; false: not indexed")
+    min_matches: int = opt(1, "distinct n-grams of one benchmark that make a document contaminated")
 
     def validate(self) -> None:
         if not self.benchmarks:
@@ -393,7 +393,7 @@ def _phase_match(path: str, c: DecontaminateConfig, index_dir: str, out_dir: str
 class Decontaminate(GlobalStage):
     name = "decontaminate"
     Config = DecontaminateConfig
-    default_outputs = (REPORT,)  # under OUT, replaced by each run
+    default_outputs = (REPORT,)
     columns = {RECORD: pa.string(), NGRAMS: pa.int32()}
 
     def __init__(self, config=None, **params):

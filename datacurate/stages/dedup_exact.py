@@ -35,6 +35,7 @@ import pyarrow.compute as pc
 import xxhash
 
 from datacurate import storage
+from datacurate.coerce import opt
 from datacurate.schema import ORD, REJECT_REASON, TEXT, WPART
 from datacurate.text import textstats as ts
 from datacurate.stages.base import GlobalStage
@@ -43,15 +44,15 @@ from datacurate.stages.base import GlobalStage
 @dataclass
 class ExactDedupConfig:
     mode: Literal["document", "paragraph"] = "document"
-    expected_items: int = 10_000_000  # documents (or paragraphs) the filter is sized for
+    expected_items: int = opt(10_000_000, "documents (or paragraphs) the filter is sized for")
     false_positive_rate: float = 1e-6
-    num_shards: int = 4  # filter slices, one Ray actor each
-    chunk: int = 65_536  # keys checked per step inside a shard (exact within, Bloom across)
-    priority_column: Optional[str] = None  # survivor = highest value; default first in input order
-    normalize: bool = True  # lowercase and collapse whitespace before hashing
-    paragraph_threshold: float = 0.8  # paragraph mode: reject when this share of characters was seen
-    load_filter: Optional[str] = None  # directory of a saved filter: dedup against an earlier run
-    save_filter: Optional[str] = None  # directory to save this run's filter (with the loaded one merged)
+    num_shards: int = opt(4, "filter slices, one Ray actor each")
+    chunk: int = opt(65_536, "keys checked per step inside a shard (exact within, Bloom across)")
+    priority_column: Optional[str] = opt(None, "survivor = highest value; default first in input order")
+    normalize: bool = opt(True, "lowercase and collapse whitespace before hashing")
+    paragraph_threshold: float = opt(0.8, "paragraph mode: reject when this share of characters was seen")
+    load_filter: Optional[str] = opt(None, "directory of a saved filter: dedup against an earlier run")
+    save_filter: Optional[str] = opt(None, "directory to save this run's filter (with the loaded one merged)")
 
     def validate(self) -> None:
         if not 0 < self.false_positive_rate < 1:
@@ -268,7 +269,8 @@ def _phase_write(group: pa.Table, cfg: ExactDedupConfig, out_dir: str, compressi
 
 class ExactDedup(GlobalStage):
     name = "exact_dedup"
-    default_outputs = ("exact_dedup_filter",)  # under OUT, replaced by each run
+    default_outputs = ("exact_dedup_filter",)
+    output_metrics = ("filter_saved_to",)
     Config = ExactDedupConfig
     columns = {"paragraphs_removed": pa.int32()}
 

@@ -46,6 +46,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from datacurate.coerce import opt
 from datacurate.schema import ID, ORD, REJECT_REASON, TEXT, WPART
 from datacurate.stages.base import GlobalStage
 from datacurate.text.minhash import MAX_NGRAM, normalize, signatures
@@ -59,24 +60,23 @@ __all__ = [
 
 @dataclass
 class NearDedupConfig:
-    num_perm: int = 128  # MinHash permutations
-    ngram: int = 5  # word n-gram shingles
-    threshold: float = 0.8  # target Jaccard: pairs at or above it are merged (>= 97 % at 128 perms)
-    bands: Optional[int] = None  # None: chosen from threshold (optimal_params, see banding())
+    num_perm: int = opt(128, "MinHash permutations")
+    ngram: int = opt(5, "word n-gram shingles")
+    threshold: float = opt(0.8, "target Jaccard: pairs at or above it are merged (>= 97 % at 128 perms)")
+    bands: Optional[int] = opt(None, "None: chosen from threshold (optimal_params, see banding())")
     rows: Optional[int] = None
     false_positive_weight: float = 0.5
     false_negative_weight: float = 0.5
     seed: int = 1
-    verify: Literal["none", "signature"] = "signature"  # drop candidate pairs whose estimated Jaccard < verify cut-off
-    verify_threshold: Optional[float] = None  # None: threshold - 2 standard errors of the estimate (verify_cutoff())
-    priority: Literal["first", "longest", "column"] = "first"  # survivor per cluster
-    priority_column: Optional[str] = None  # priority "column": highest value survives
+    verify: Literal["none", "signature"] = opt("signature", "drop candidate pairs whose estimated Jaccard < cut-off")
+    verify_threshold: Optional[float] = opt(None, "None: threshold - 2 standard errors of the estimate (verify_cutoff)")
+    priority: Literal["first", "longest", "column"] = opt("first", "survivor per cluster")
+    priority_column: Optional[str] = opt(None, 'priority "column": highest value survives')
     # a reduce task holds a bounded slice of the signatures however large the corpus (issue 18)
-    num_partitions: Optional[int] = None  # shuffle partitions of the groupby/join steps; None: by corpus size
-    partition_documents: int = 50_000  # num_partitions None: one partition per this many documents (>= 2)
-    # connected components of at most this many verified pairs run in one Ray task
-    # (vectorised union-find); larger graphs run distributed large/small-star rounds
-    max_local_edges: int = 20_000_000
+    num_partitions: Optional[int] = opt(None, "shuffle partitions of the groupby/join steps; None: by corpus size")
+    partition_documents: int = opt(50_000, "num_partitions None: one partition per this many documents (>= 2)")
+    max_local_edges: int = opt(20_000_000, "connected components of at most this many verified pairs run in one Ray "
+                               "task (vectorised union-find); larger graphs: distributed large/small-star rounds")
 
     def validate(self) -> None:
         for key in ("num_perm", "num_partitions", "partition_documents"):
@@ -310,6 +310,18 @@ class NearDedup(GlobalStage):
     name = "near_dedup"
     Config = NearDedupConfig
     columns = {"cluster_id": pa.string(), "cluster_size": pa.int32()}
+    counted = {"cluster_size": None}
+
+    @classmethod
+    def report_section(cls, view) -> str:
+        rows = view.scan.counts["cluster_size"]["before"]  # cluster size -> documents
+        if not rows:
+            return ""
+        keys = ["threshold", "bands", "rows", "candidate_pairs", "verified_pairs", "clustered_documents", "duplicates"]
+        bars = [(f"size {s}", [r // s]) for s, r in sorted(rows.items())]
+        m, draw = view.metrics, view.draw
+        return draw.section("Near-dedup clusters", draw.hbars("near-dedup clusters by size", bars, ["clusters"]),
+                            draw.table(["metric", "value"], [[k, m[k]] for k in keys if k in m]))
 
     def run_global(self, ctx) -> dict:
         return run_distributed(self.config, ctx)

@@ -44,9 +44,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from datacurate import storage
+from datacurate.coerce import opt
 from datacurate.schema import DOMAIN, ORD, REJECT_REASON, TEXT
 from datacurate.text import wordpunct as wp
-from datacurate.stages.base import GlobalStage
+from datacurate.stages.base import GlobalStage, Score
 from datacurate.text.topk import gumbel, selected, top_k, uniform
 
 EPS = 1e-8  # the reference's floor inside the logs when there is no smoothing
@@ -55,8 +56,8 @@ _SEP = "\ufdd0"  # a Unicode noncharacter: marks chunk boundaries while splittin
 
 @dataclass
 class DsirTargetConfig:
-    path: list[str] = field(default_factory=list)  # target text: files, directories or globs (JSONL/Parquet)
-    domains: list[str] = field(default_factory=list)  # or: the input documents of these domains
+    path: list[str] = opt(list, "target text: files, directories or globs (JSONL/Parquet)")
+    domains: list[str] = opt(list, "or: the input documents of these domains")
     format: Literal["auto", "jsonl", "parquet"] = "auto"
     text_field: str = "text"
 
@@ -64,15 +65,15 @@ class DsirTargetConfig:
 @dataclass
 class DsirConfig:
     target: DsirTargetConfig = field(default_factory=DsirTargetConfig)
-    num_to_sample: Union[int, float] = 0.5  # units to select: a count, or a fraction (0, 1] of the eligible ones
-    num_buckets: int = 10_000  # hashed n-gram buckets (the paper's and the reference's default)
-    ngrams: int = 2  # 1: unigrams; 2: unigrams + bigrams (the paper)
-    laplace: float = 0.0  # add-alpha smoothing of both distributions; 0: floor of 1e-8 as the reference
-    raw_fit_fraction: float = 1.0  # fit the raw distribution on this share of the pool (seeded sample)
-    method: Literal["gumbel", "topk"] = "gumbel"  # gumbel: importance resampling; topk: the k largest weights
+    num_to_sample: Union[int, float] = opt(0.5, "units to select: a count, or a fraction (0, 1] of the eligible ones")
+    num_buckets: int = opt(10_000, "hashed n-gram buckets (the paper's and the reference's default)")
+    ngrams: int = opt(2, "1: unigrams; 2: unigrams + bigrams (the paper)")
+    laplace: float = opt(0.0, "add-alpha smoothing of both distributions; 0: floor of 1e-8 as the reference")
+    raw_fit_fraction: float = opt(1.0, "fit the raw distribution on this share of the pool (seeded sample)")
+    method: Literal["gumbel", "topk"] = opt("gumbel", "gumbel: importance resampling; topk: the k largest weights")
     seed: int = 0
-    min_length: int = 0  # word-punct tokens; shorter units are rejected as dsir/too_short
-    chunk_words: Optional[int] = None  # split documents into pieces of this many words and select pieces
+    min_length: int = opt(0, "word-punct tokens; shorter units are rejected as dsir/too_short")
+    chunk_words: Optional[int] = opt(None, "split documents into pieces of this many words and select pieces")
 
     def validate(self) -> None:
         if bool(self.target.path) == bool(self.target.domains):
@@ -236,6 +237,27 @@ class Dsir(GlobalStage):
     name = "dsir"
     Config = DsirConfig
     columns = {"dsir_log_weight": pa.float64(), "dsir_chunks": pa.int32()}
+    scores = {"dsir_log_weight": Score(
+        "dsir: log importance weight per document", bounds=None, log_y=True,
+        note="<p class=note>DSIR selects per unit (chunk), by the Gumbel key log w + G; the k-th key, the cut-off, "
+             "was {threshold_key:.3f}. A document's weight sums its chunks, so no single threshold applies to this "
+             "histogram.</p>")}
+
+    @classmethod
+    def report_section(cls, view) -> str:
+        m, draw = view.metrics, view.draw
+        if "kl_target_raw" not in m:
+            return ""
+        kl = [("raw pool", [m["kl_target_raw"]]), ("selected", [m["kl_target_selected"]]),
+              ("random selection", [m.get("kl_target_random", 0.0)])]
+        parts = [draw.hbars("KL divergence from the target (lower is closer)", kl, ["KL (nats)"]),
+                 f'<p>KL reduction {m.get("kl_reduction", 0):.4f} (a random selection of the same size: '
+                 f'{m.get("kl_reduction_random", 0):.4f})</p>']
+        doms = m.get("domains") or {}
+        if doms:
+            shares = [(d, [100 * v.get("fraction", 0)]) for d, v in doms.items()]
+            parts.append(draw.hbars("share of each domain's units selected", shares, ["selected"], pct=True))
+        return draw.section("DSIR", *parts)
 
     @classmethod
     def rewrites_text(cls, config) -> bool:

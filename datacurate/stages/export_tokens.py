@@ -39,6 +39,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from datacurate import megatron, storage
+from datacurate.coerce import opt
 from datacurate.schema import DOMAIN, ID
 from datacurate.stages import mixture
 from datacurate.stages.base import GlobalStage
@@ -51,12 +52,12 @@ OWNS = (MANIFEST, "tokenizer.json", "tokenizer_config.json", "special_tokens_map
 
 @dataclass
 class ExportTokensConfig:
-    format: Literal["megatron", "hf"] = "megatron"  # megatron: indexed dataset .bin/.idx; hf: Parquet + tokenizer
-    path: Optional[str] = None  # export directory, local or s3://; null = OUT/<format>
-    split_by: Optional[Literal["domain"]] = None  # megatron: one prefix per domain (+ the --data-path weights)
-    weights_file: Optional[str] = None  # split_by domain: DoReMi domain_weights.json for the blend; null = token shares
-    prefix: str = "text_document"  # megatron file names: <prefix>.bin, or <domain>_<prefix>.bin with split_by
-    target_file_bytes: int = 256 << 20  # hf: bytes of token ids (int32) per Parquet file at most (one row at least)
+    format: Literal["megatron", "hf"] = opt("megatron", "megatron: indexed dataset .bin/.idx; hf: Parquet + tokenizer")
+    path: Optional[str] = opt(None, "export directory, local or s3://; null = OUT/<format>")
+    split_by: Optional[Literal["domain"]] = opt(None, "megatron: one prefix per domain (+ the --data-path weights)")
+    weights_file: Optional[str] = opt(None, "split_by domain: DoReMi weights JSON for the blend; null = token shares")
+    prefix: str = opt("text_document", "megatron file names: <prefix>.bin, or <domain>_<prefix>.bin with split_by")
+    target_file_bytes: int = opt(256 << 20, "hf: token id bytes (int32) per Parquet file at most (one row at least)")
 
     def validate(self) -> None:
         if self.weights_file and self.split_by != "domain":
@@ -190,8 +191,9 @@ class ExportTokens(GlobalStage):
     Config = ExportTokensConfig
     columns: dict = {}
     requires = ("tokenize",)
-    default_outputs = ("megatron", "hf")  # under OUT, replaced by each run
+    default_outputs = ("megatron", "hf")
     output_key = "path"
+    output_metrics = ("exported_to",)
 
     @classmethod
     def stats_key(cls, config: ExportTokensConfig) -> str:
@@ -203,24 +205,23 @@ class ExportTokens(GlobalStage):
         if self.config.weights_file:
             self.weights, _ = mixture.load_weights(None, self.config.weights_file)
 
-    def output_dir(self, out: str) -> str:
-        return storage.abspath(self.config.path or storage.join(out, self.config.format))
+    @classmethod
+    def output_dir(cls, config: ExportTokensConfig, out: str) -> str:
+        return storage.abspath(config.path or storage.join(out, config.format))
 
     def tokenizer_for(self, before: list):
         """The tokenizer of the last stage before this one that makes tokens (on one table,
         ``stage(table)``: the tokenize stage's default, the shipped one)."""
-        from datacurate.registry import STAGES
-
-        src = next((s for s in reversed(before) if getattr(STAGES[s.name], "makes_tokens", False)), None)
-        return Tokenize.tokenizer_of(Tokenize.Config()) if src is None else STAGES[src.name].tokenizer_of(src.config)
+        src = next((s for s in reversed(before) if s.cls.makes_tokens), None)
+        return Tokenize.tokenizer_of(Tokenize.Config()) if src is None else src.cls.tokenizer_of(src.config)
 
     def preflight(self, cfg, index: int) -> None:
         from datacurate.coerce import ConfigError
 
         self.tokenizer_for(cfg.stages[:index])
-        mine = self.output_dir(cfg.output.path)
+        mine = self.output_dir(self.config, cfg.output.path)
         for j, s in enumerate(cfg.stages):
-            if j != index and s.name == self.name and ExportTokens(s.config).output_dir(cfg.output.path) == mine:
+            if j != index and s.name == self.name and self.output_dir(s.config, cfg.output.path) == mine:
                 raise ConfigError(f"stages[{index}].{self.name}: stages[{j}] exports to the same path {mine}; "
                                   "give one of them another path")
         names = storage.listdir(mine) if storage.isdir(mine) else []
@@ -235,7 +236,7 @@ class ExportTokens(GlobalStage):
         c = self.config
         info = self.tokenizer_for(ctx.stages_before)
         dtype = megatron.token_dtype(info.vocab_size) if c.format == "megatron" else np.dtype(np.int32)
-        final = self.output_dir(ctx.final_out)
+        final = self.output_dir(c, ctx.final_out)
         out_dir = ctx.stage_output(final, owns=OWNS)
         piece_dir = ctx.scratch("export")  # under the run's _work: journaled pieces stay until the run ends
         pieces = [p for res in ctx.map_files("write", _phase_write, cfg=c, piece_dir=piece_dir, dtype=dtype.name)

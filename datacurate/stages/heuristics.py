@@ -33,6 +33,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from datacurate.coerce import opt
 from datacurate.schema import TEXT
 from datacurate.text import textstats as ts
 from datacurate.stages.base import Stage, first_reason
@@ -52,15 +53,14 @@ class GopherQualityConfig:
     max_words: int = 100_000
     min_mean_word_length: float = 3.0
     max_mean_word_length: float = 10.0
-    max_symbol_word_ratio: float = 0.1  # for '#' and for ellipses, each
+    max_symbol_word_ratio: float = opt(0.1, "for '#' and for ellipses, each")
     max_bullet_lines_ratio: float = 0.9
     max_ellipsis_lines_ratio: float = 0.3
     min_alpha_words_ratio: float = 0.8
     min_stop_words: int = 2
     stop_words: list[str] = field(default_factory=lambda: list(GOPHER_STOP_WORDS))
-    # not in Gopher (0 = off): stop words per word, as RedPajama-v2's stop-word fraction signal;
-    # 0.06 rejects keyword lists with a prose head while edited prose sits at >= 0.1 (benchmarks/)
-    min_stop_word_ratio: float = 0.0
+    min_stop_word_ratio: float = opt(0.0, "not in Gopher (0 = off): stop words per word, as RedPajama-v2's stop-word "
+                                     "fraction; 0.06 rejects keyword lists with a prose head, edited prose is >= 0.1")
 
 
 @dataclass
@@ -79,14 +79,14 @@ class GopherRepetitionConfig:
 @dataclass
 class C4Config:
     enabled: bool = True
-    filter_no_terminal_punct: bool = True  # drop lines not ending in . ! ? or " (FineWeb turns this off)
-    min_words_per_line: int = 3  # drop shorter lines
-    max_word_length: int = 1000  # drop lines with a longer word
-    filter_javascript: bool = True  # drop lines mentioning javascript
-    filter_policy: bool = True  # drop terms-of-use / privacy / cookie lines
-    filter_lorem_ipsum: bool = True  # reject documents with "lorem ipsum"
-    filter_curly_bracket: bool = True  # reject documents with '{'
-    min_sentences: int = 5  # reject documents with fewer sentences left
+    filter_no_terminal_punct: bool = opt(True, 'drop lines not ending in . ! ? or " (FineWeb turns this off)')
+    min_words_per_line: int = opt(3, "drop shorter lines")
+    max_word_length: int = opt(1000, "drop lines with a longer word")
+    filter_javascript: bool = opt(True, "drop lines mentioning javascript")
+    filter_policy: bool = opt(True, "drop terms-of-use / privacy / cookie lines")
+    filter_lorem_ipsum: bool = opt(True, 'reject documents with "lorem ipsum"')
+    filter_curly_bracket: bool = opt(True, "reject documents with '{'")
+    min_sentences: int = opt(5, "reject documents with fewer sentences left")
 
 
 @dataclass
@@ -96,7 +96,7 @@ class FineWebConfig:
     short_line_length: int = 30
     max_short_line_ratio: float = 0.67
     max_dup_line_char_ratio: float = 0.01
-    max_list_ratio: float = 0.3  # newlines per word
+    max_list_ratio: float = opt(0.3, "newlines per word")
 
 
 @dataclass

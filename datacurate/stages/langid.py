@@ -21,19 +21,20 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from datacurate.coerce import opt
 from datacurate.models.fasttext_model import load_fasttext
 from datacurate.schema import TEXT
-from datacurate.stages.base import Stage, first_reason, value_counts
+from datacurate.stages.base import Score, Stage, first_reason, value_counts
 
 DEFAULT_MODEL = Path(__file__).resolve().parent.parent / "models" / "lid.176.ftz"
 
 
 @dataclass
 class LangIdConfig:
-    languages: Optional[list[str]] = None  # keep-list of ISO codes; null = annotate and keep every language
-    min_score: float = 0.65  # with a keep-list: reject when the top-1 probability is below this
-    model: Optional[str] = None  # path to a fastText LID model; null = the shipped lid.176.ftz
-    max_chars: int = 100_000  # characters of each document given to the model (long docs: a prefix)
+    languages: Optional[list[str]] = opt(None, "keep-list of ISO codes; null = annotate and keep every language")
+    min_score: float = opt(0.65, "with a keep-list: reject when the top-1 probability is below this")
+    model: Optional[str] = opt(None, "path to a fastText LID model; null = the shipped lid.176.ftz")
+    max_chars: int = opt(100_000, "characters of each document given to the model (long docs: a prefix)")
 
     def validate(self) -> None:
         if not 0.0 <= self.min_score <= 1.0:
@@ -46,6 +47,9 @@ class LangId(Stage):
     name = "langid"
     Config = LangIdConfig
     columns = {"lang": pa.string(), "lang_score": pa.float32()}
+    scores = {"lang_score": Score("langid: top-1 language probability", "min_score",
+                                  applies=lambda c: c.languages is not None)}
+    counted = {"lang": ("language", "documents langid saw")}
 
     def __init__(self, config: LangIdConfig | None = None, **params):
         super().__init__(config, **params)

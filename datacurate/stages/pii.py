@@ -45,6 +45,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from datacurate.coerce import opt
 from datacurate.schema import TEXT
 from datacurate.stages.base import Stage
 
@@ -71,24 +72,24 @@ GLOBAL_UNICAST = ipaddress.ip_network("2000::/3")
 
 @dataclass
 class EmailConfig:
-    enabled: bool = True  # redact e-mail addresses
-    replacement: str = "<EMAIL>"  # what each one becomes
+    enabled: bool = opt(True, "redact e-mail addresses")
+    replacement: str = opt("<EMAIL>", "what each one becomes")
 
 
 @dataclass
 class IpConfig:
-    enabled: bool = True  # redact IPv4 and IPv6 addresses
-    replacement: str = "<IP_ADDRESS>"  # what each one becomes
-    only_global: bool = True  # redact globally routable addresses only; false: every address that parses
+    enabled: bool = opt(True, "redact IPv4 and IPv6 addresses")
+    replacement: str = opt("<IP_ADDRESS>", "what each one becomes")
+    only_global: bool = opt(True, "redact globally routable addresses only; false: every address that parses")
 
 
 @dataclass
 class PhoneConfig:
-    enabled: bool = True  # redact phone numbers
-    replacement: str = "<PHONE>"  # what each one becomes
-    region: str = "US"  # ISO 3166 region of numbers written without +country code
-    # strict_grouping: a valid number, written in its own digit groups (or not grouped)
-    leniency: Literal["possible", "valid", "strict_grouping", "exact_grouping"] = "strict_grouping"  # Leniency
+    enabled: bool = opt(True, "redact phone numbers")
+    replacement: str = opt("<PHONE>", "what each one becomes")
+    region: str = opt("US", "ISO 3166 region of numbers written without +country code")
+    leniency: Literal["possible", "valid", "strict_grouping", "exact_grouping"] = opt(
+        "strict_grouping", "phonenumbers' Leniency; strict_grouping: a valid number in its own digit groups (or none)")
 
 
     def validate(self) -> None:
@@ -100,9 +101,9 @@ class PhoneConfig:
 
 @dataclass
 class CardConfig:
-    enabled: bool = True  # redact payment card numbers
-    replacement: str = "<CARD>"  # what each one becomes
-    known_issuers_only: bool = True  # also require a card network's number prefix (Visa 4, Mastercard 51-55 ...)
+    enabled: bool = opt(True, "redact payment card numbers")
+    replacement: str = opt("<CARD>", "what each one becomes")
+    known_issuers_only: bool = opt(True, "also require a card network's number prefix (Visa 4, Mastercard 51-55 ...)")
 
 
 @dataclass
@@ -247,6 +248,16 @@ class Pii(Stage):
                 out[k] = {"matches": int(pc.sum(col).as_py() or 0),
                           "docs": int(pc.sum(pc.greater(col, 0)).as_py() or 0)}
         return {"pii": out} if out else {}
+
+    @classmethod
+    def report_section(cls, view) -> str:
+        rows = [[kind, v.get("matches", 0), v.get("docs", 0)] for kind, v in view.metrics.get("pii", {}).items()]
+        if not rows:
+            return ""
+        return view.draw.section("PII redacted (in the documents the pii stage saw)",
+                                 view.draw.hbars("pii: matches replaced, by kind", [(k, [n]) for k, n, _ in rows],
+                                                 ["matches"]),
+                                 view.draw.table(["kind", "matches replaced", "documents"], rows))
 
     def annotate(self, table: pa.Table):
         text = table.column(TEXT).combine_chunks()

@@ -30,7 +30,7 @@ scores 0. Scores are recorded as a ten-bin histogram in stats.json.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 import sys
 from pathlib import Path
 from typing import Literal, Optional
@@ -40,9 +40,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import xxhash
 
+from datacurate.coerce import opt
 from datacurate.models.fasttext_model import FastTextScorer, score_histogram
 from datacurate.schema import ID, TEXT
-from datacurate.stages.base import Stage, first_reason
+from datacurate.stages.base import Score, Stage, first_reason
 
 def _classifiers_dir() -> Path:
     """The shipped models: the repository's classifiers/ (source checkout, editable install,
@@ -59,16 +60,15 @@ DEFAULT_MODEL = CLASSIFIERS / "quality.ftz"
 
 @dataclass
 class QualityConfig:
-    model: Optional[str] = None  # fastText model; null = classifiers/quality.ftz
-    label: str = "hq"  # the model label whose probability is quality_score
-    mode: Literal["threshold", "pareto"] = "threshold"  # pareto: GPT-3's noisy sampling
-    min_score: float = 0.5  # threshold mode: reject below this score
-    pareto_alpha: float = 9.0  # pareto mode: keep if pareto(alpha) draw > 1 - score (GPT-3: 9)
-    seed: int = 0  # pareto mode: draws are a hash of (seed, document id)
-    languages: Optional[list[str]] = field(default_factory=lambda: ["en"])  # score rows with these lang values; null = all
-    # characters of each document given to the model: its prefix (FineWeb-Edu's classifier reads 512 tokens);
-    # 2,000 costs 0.002 of held-out ROC-AUC and makes 5 KB documents 2.5x cheaper (module docstring)
-    max_chars: int = 2_000
+    model: Optional[str] = opt(None, "fastText model; null = classifiers/quality.ftz")
+    label: str = opt("hq", "the model label whose probability is quality_score")
+    mode: Literal["threshold", "pareto"] = opt("threshold", "pareto: GPT-3's noisy sampling")
+    min_score: float = opt(0.5, "threshold mode: reject below this score")
+    pareto_alpha: float = opt(9.0, "pareto mode: keep if pareto(alpha) draw > 1 - score (GPT-3: 9)")
+    seed: int = opt(0, "pareto mode: draws are a hash of (seed, document id)")
+    languages: Optional[list[str]] = opt(["en"], "score rows with these lang values; null = all")
+    max_chars: int = opt(2_000, "characters of each document given to the model: its prefix (FineWeb-Edu's classifier "
+                         "reads 512 tokens); 2,000 costs 0.002 of held-out ROC-AUC, makes 5 KB documents 2.5x cheaper")
 
     def validate(self) -> None:
         if not 0.0 <= self.min_score <= 1.0:
@@ -99,6 +99,7 @@ class Quality(Stage):
     name = "quality"
     Config = QualityConfig
     columns = {"quality_score": pa.float32()}
+    scores = {"quality_score": Score("quality: P(hq)", "min_score", applies=lambda c: c.mode == "threshold")}
 
     def __init__(self, config: QualityConfig | None = None, **params):
         super().__init__(config, **params)

@@ -27,21 +27,21 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from datacurate.schema import TEXT, TOKENS
+from datacurate.coerce import opt
+from datacurate.schema import N_TOKENS, TEXT, TOKENS
 from datacurate.stages.base import Stage, first_reason
 from datacurate.tokenizer import load_tokenizer
 
-N_TOKENS = "n_tokens"
 TOKENS_TYPE = pa.large_list(pa.uint32())
 
 
 @dataclass
 class TokenizeConfig:
-    tokenizer: Optional[str] = None  # tokenizer.json; null = the shipped sample-bpe-8k.json
-    eos_token: Optional[str] = None  # null: <|endoftext|>, </s>, <|end_of_text|>, <eos>, [SEP] (first in the vocabulary)
-    bos_token: Optional[str] = None  # null: <|bos|>, <s>, <|begin_of_text|>, <bos>, [CLS]
-    add_bos: bool = False  # prepend the BOS token to every document (needs one in the vocabulary)
-    batch_size: int = 1024  # documents per encode_batch call
+    tokenizer: Optional[str] = opt(None, "tokenizer.json; null = the shipped sample-bpe-8k.json")
+    eos_token: Optional[str] = opt(None, "null: <|endoftext|>, </s>, <|end_of_text|>, <eos>, [SEP] (first in vocab)")
+    bos_token: Optional[str] = opt(None, "null: <|bos|>, <s>, <|begin_of_text|>, <bos>, [CLS]")
+    add_bos: bool = opt(False, "prepend the BOS token to every document (needs one in the vocabulary)")
+    batch_size: int = opt(1024, "documents per encode_batch call")
 
     def validate(self) -> None:
         if self.batch_size < 1:

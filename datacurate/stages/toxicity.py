@@ -43,9 +43,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from datacurate.coerce import opt
 from datacurate.models.fasttext_model import FastTextScorer, load_card, score_histogram
 from datacurate.schema import TEXT
-from datacurate.stages.base import Stage, first_reason
+from datacurate.stages.base import Score, Stage, first_reason
 from datacurate.text.charclass import RegexClass, double
 from datacurate.stages.quality import CLASSIFIERS, scored_rows
 
@@ -60,16 +61,15 @@ SENTENCE_END = "([.!?\u2026\u3002\uff01\uff1f]+[\"'\u201d\u2019)\\]]*)\\s+"  # a
 @dataclass
 class ClassifierRuleConfig:
     enabled: bool = True
-    model: Optional[str] = None  # fastText model; null = classifiers/toxicity.ftz
-    label: str = "toxic"  # the model label whose probability is toxicity_score
-    max_score: float = 0.1  # reject above this document score (see aggregate)
-    languages: Optional[list[str]] = field(default_factory=lambda: ["en"])  # score rows with these lang values; null = all
-    granularity: Literal["sentence", "line", "document"] = "sentence"  # the unit the model scores
-    # sentence / line: how unit scores make the document's: mean P(label) | max (worst unit) | share of units
-    # at or above unit_threshold
-    aggregate: Literal["mean", "max", "share"] = "mean"
-    unit_threshold: Optional[float] = None  # aggregate share: one unit's decision threshold; null = the model card's
-    max_chars: int = 100_000  # characters of each document given to the model
+    model: Optional[str] = opt(None, "fastText model; null = classifiers/toxicity.ftz")
+    label: str = opt("toxic", "the model label whose probability is toxicity_score")
+    max_score: float = opt(0.1, "reject above this document score (see aggregate)")
+    languages: Optional[list[str]] = opt(["en"], "score rows with these lang values; null = all")
+    granularity: Literal["sentence", "line", "document"] = opt("sentence", "the unit the model scores")
+    aggregate: Literal["mean", "max", "share"] = opt("mean", "sentence / line: a document's score from its units': "
+                                                     "mean P(label) | max (worst unit) | share >= unit_threshold")
+    unit_threshold: Optional[float] = opt(None, "aggregate share: a unit's decision threshold; null = the model card's")
+    max_chars: int = opt(100_000, "characters of each document given to the model")
 
     def validate(self) -> None:
         if not 0.0 <= self.max_score <= 1.0:
@@ -85,10 +85,10 @@ class ClassifierRuleConfig:
 @dataclass
 class WordListRuleConfig:
     enabled: bool = True
-    lists: Optional[str] = None  # directory of <lang>.txt lists, one entry per line; null = shipped LDNOOBW
-    default_language: str = "en"  # list for rows with no lang, or a lang without a list
-    no_boundary_languages: list[str] = field(default_factory=lambda: ["ja", "th", "zh"])  # substring match (mC4)
-    min_matches: int = 1  # reject at this many matches (C4: 1)
+    lists: Optional[str] = opt(None, "directory of <lang>.txt lists, one entry per line; null = shipped LDNOOBW")
+    default_language: str = opt("en", "list for rows with no lang, or a lang without a list")
+    no_boundary_languages: list[str] = opt(["ja", "th", "zh"], "substring match (mC4)")
+    min_matches: int = opt(1, "reject at this many matches (C4: 1)")
 
     def validate(self) -> None:
         if self.min_matches < 1:
@@ -157,6 +157,8 @@ class Toxicity(Stage):
     name = "toxicity"
     Config = ToxicityConfig
     columns = {"toxicity_score": pa.float32(), "toxicity_wordlist_hits": pa.int32()}
+    scores = {"toxicity_score": Score("toxicity: document score", "classifier.max_score", "above",
+                                      applies=lambda c: c.classifier.enabled)}
 
     def __init__(self, config: ToxicityConfig | None = None, **params):
         super().__init__(config, **params)

@@ -38,7 +38,7 @@ only those.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Optional
 
@@ -47,7 +47,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from datacurate import fields
-from datacurate.coerce import ConfigError
+from datacurate.coerce import ConfigError, opt
 from datacurate.stages.base import Stage
 
 BAD_URL = "url_filter/bad_url"
@@ -62,10 +62,10 @@ HOST_OK = r"(?:[a-z0-9_](?:[a-z0-9_-]*[a-z0-9_])?\.)*[a-z0-9_](?:[a-z0-9_-]*[a-z
 
 @dataclass
 class UrlFilterConfig:
-    blocklist: list[str] = field(default_factory=list)  # files or directories: UT1 layout or plain lists
-    categories: Optional[list[str]] = None  # use only these categories; null = every one found
-    url_field: str = "url"  # the input record's field (column) holding the document's URL
-    missing: Literal["keep", "reject"] = "keep"  # a document without a URL: pass, or reject (url_filter/missing)
+    blocklist: list[str] = opt(list, "files or directories: UT1 layout or plain lists")
+    categories: Optional[list[str]] = opt(None, "use only these categories; null = every one found")
+    url_field: str = opt("url", "the input record's field (column) holding the document's URL")
+    missing: Literal["keep", "reject"] = opt("keep", "a document without a URL: pass, or reject (url_filter/missing)")
 
     def validate(self) -> None:
         if not self.blocklist:

@@ -20,6 +20,7 @@ from typing import Optional
 
 import torch
 
+from datacurate import storage
 from datacurate.train.model import GPT, GPTShape
 
 LATEST = "latest"
@@ -75,11 +76,7 @@ def steps_in(root: str) -> list[int]:
 def resolve(path: str) -> str:
     """A checkpoint directory from a checkpoint dir, ``.../checkpoints/latest``, a
     ``checkpoints/`` dir or a training output dir; in a bucket (``s3://``), downloaded first."""
-    from datacurate import storage
-
     if storage.is_remote(path):
-        from datacurate.train.remote import fetch_checkpoint
-
         path = fetch_checkpoint(path)
     if not os.path.exists(path):
         raise CheckpointError(f"checkpoint not found: {path}")
@@ -88,6 +85,49 @@ def resolve(path: str) -> str:
         if os.path.isfile(os.path.join(real, "state.json")) and os.path.isfile(os.path.join(real, "model.pt")):
             return real
     raise CheckpointError(f"{path}: not a complete checkpoint (no state.json + model.pt, no checkpoints/latest)")
+
+
+def fetch_checkpoint(url: str, cache_dir: str | None = None) -> str:
+    """A checkpoint in a bucket (a checkpoint prefix, ``.../checkpoints``, ``.../checkpoints/latest``
+    or a training output) downloaded into the cache; its local directory."""
+    url = url.rstrip("/")
+    candidates = [url] if storage.isfile(storage.join(url, "state.json")) else []
+    for pointer in (url, storage.join(url, LATEST), storage.join(url, "checkpoints", LATEST)):
+        if not candidates and storage.isfile(pointer):
+            candidates.append(storage.join(pointer.rsplit("/", 1)[0], storage.read_text(pointer).strip()))
+    if not candidates:
+        raise CheckpointError(f"{url}: not a complete checkpoint (no state.json + model.pt, no checkpoints/latest)")
+    src = candidates[0]
+    local = os.path.join(cache_dir or os.path.join(storage.cache_root(), "checkpoints"), storage.url_key(src))
+    for name in storage.listdir(src):
+        storage.get_file(storage.join(src, name), os.path.join(local, name))
+    return local
+
+
+def write_json(path: str, data) -> None:
+    """``data`` as JSON at ``path``, written whole (a temporary file renamed over it)."""
+    with open(path + ".tmp", "w") as f:
+        json.dump(data, f, indent=2)
+    os.replace(path + ".tmp", path)
+
+
+def truncate_jsonl(path: str, step: int) -> None:
+    """Keep the records of ``path`` (metrics.jsonl, weights.jsonl) up to ``step``, the checkpoint
+    resumed from: a resumed run appends exactly what an uninterrupted one would have written."""
+    if not os.path.exists(path):
+        return
+    with open(path) as f:
+        lines = [ln for ln in f if ln.strip()]
+    keep = []
+    for ln in lines:
+        try:
+            if json.loads(ln)["step"] <= step:
+                keep.append(ln)
+        except (ValueError, KeyError):
+            break  # a line cut by the kill
+    with open(path + ".tmp", "w") as f:
+        f.writelines(keep)
+    os.replace(path + ".tmp", path)
 
 
 def read_state(path: str) -> dict:

@@ -36,13 +36,14 @@ from __future__ import annotations
 import json
 import math
 import os
-from dataclasses import dataclass, field
-from typing import Iterator, Literal, Optional, Union
+from dataclasses import dataclass
+from typing import Iterator, Optional
 
 import numpy as np
 
 from datacurate import storage
 from datacurate.shards import DOMAIN_DTYPE, read_manifest
+from datacurate.train_config import DataConfig
 
 
 class ShardError(ValueError):
@@ -56,18 +57,18 @@ class ShardDataset:
         self.dtype = np.dtype(self.manifest["dtype"]).newbyteorder("<")
         self.domains: list[str] = self.manifest["domains"]
         self.tokenizer = self.manifest["tokenizer"]
-        self._files: dict[int, list[tuple[np.memmap, np.memmap]]] = {}
+        self._files: dict[int, list[dict[str, np.memmap]]] = {}  # per bucket, per file: its arrays by name
         self._starts: dict[int, np.ndarray] = {}
         for key, b in self.manifest["buckets"].items():
             seq_len = int(b["seq_len"])
             maps = []
             for f in b["files"]:
                 if f["n"]:
-                    maps.append((self._open(f["tokens"], self.dtype, (f["n"], seq_len)),
-                                 self._open(f["domains"], DOMAIN_DTYPE, (f["n"],))))
+                    maps.append({"tokens": self._open(f["tokens"], self.dtype, (f["n"], seq_len)),
+                                 "domains": self._open(f["domains"], DOMAIN_DTYPE, (f["n"],))})
             if maps:
                 self._files[seq_len] = maps
-                self._starts[seq_len] = np.cumsum([0] + [m[0].shape[0] for m in maps])
+                self._starts[seq_len] = np.cumsum([0] + [m["tokens"].shape[0] for m in maps])
 
     def _open(self, rel: str, dtype: np.dtype, shape: tuple) -> np.memmap:
         """Memory-map a listed file after checking it exists with exactly the listed size."""
@@ -93,30 +94,30 @@ class ShardDataset:
 
     def all_domains(self, seq_len: int) -> np.ndarray:
         """Domain id of every sequence of the bucket (n,)."""
-        return np.concatenate([m[1] for m in self._files[seq_len]]).astype(np.int64)
+        return np.concatenate([m["domains"] for m in self._files[seq_len]]).astype(np.int64)
 
     def sequences(self, seq_len: int, index: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(tokens (n, seq_len), domain ids (n,)) of the bucket's sequences ``index`` (all if None)."""
-        return self.gather(seq_len, index, [0, 1])
+        return tuple(self.gather(seq_len, index, ["tokens", "domains"]).values())
 
-    def gather(self, seq_len: int, index, which: list[int]) -> tuple[np.ndarray, ...]:
-        """Rows ``index`` of the bucket's per-file arrays number ``which`` (0 tokens, 1 domains,
-        2+ side files such as the RHO-1 reference losses)."""
+    def gather(self, seq_len: int, index, names: list[str]) -> dict[str, np.ndarray]:
+        """Rows ``index`` of the bucket's arrays ``names``: "tokens", "domains" and side files
+        by the name :meth:`attach` gave them (the RHO-1 reference losses: "refloss")."""
         starts = self._starts[seq_len]
         index = np.arange(starts[-1]) if index is None else np.asarray(index, dtype=np.int64)
         files = self._files[seq_len]
-        out = [np.empty((len(index),) + files[0][w].shape[1:], dtype=files[0][w].dtype) for w in which]
+        out = {w: np.empty((len(index),) + files[0][w].shape[1:], dtype=files[0][w].dtype) for w in names}
         f = np.searchsorted(starts, index, side="right") - 1  # which file each sequence is in
         for j in np.unique(f):
             rows = np.flatnonzero(f == j)
             local = index[rows] - starts[j]
-            for o, w in zip(out, which):
+            for w, o in out.items():
                 o[rows] = files[j][w][local]
-        return tuple(out)
+        return out
 
-    def attach(self, rel_of: dict[str, str], dtype: np.dtype, width: int) -> None:
+    def attach(self, name: str, rel_of: dict[str, str], dtype: np.dtype, width: int) -> None:
         """Memory-map one side file per token file (``rel_of[tokens file] = side file``), each
-        ``(n, seq_len + width)``, as array number 2 of every bucket (see :meth:`gather`)."""
+        ``(n, seq_len + width)``, as every bucket's array ``name`` (see :meth:`gather`)."""
         for key, b in self.manifest["buckets"].items():
             seq_len = int(b["seq_len"])
             listed = [f for f in b["files"] if f["n"]]
@@ -124,7 +125,7 @@ class ShardDataset:
                 if f["tokens"] not in rel_of:
                     raise ShardError(f"{self.path}: no side file for {f['tokens']}")
                 side = self._open(rel_of[f["tokens"]], dtype, (f["n"], seq_len + width))
-                self._files[seq_len][i] = self._files[seq_len][i][:2] + (side,)
+                self._files[seq_len][i][name] = side
 
     def plan(self, tokens_per_batch: int, seed: int = 0, drop_last: bool = True) -> list[tuple[int, np.ndarray]]:
         """One epoch as [(seq_len, sequence indices)], batches of ``tokens_per_batch // seq_len``
@@ -144,25 +145,6 @@ class ShardDataset:
         """Yield (tokens (B, L), domain ids (B,)) with B x L = tokens_per_batch (see :meth:`plan`)."""
         for seq_len, index in self.plan(tokens_per_batch, seed, drop_last):
             yield self.sequences(seq_len, np.sort(index))
-
-
-@dataclass
-class DataConfig:
-    tokens_per_step: int = 8192  # tokens per optimiser step (all workers); batch = tokens_per_step // L sequences
-    curriculum: Literal["uniform", "grow_p2"] = "grow_p2"  # order of bucket lengths over training
-    cycles: int = 8  # grow_p2: number of short-to-long cycles (the paper's best: 8)
-    domain_weights: Optional[Union[str, dict[str, float]]] = None  # {domain: w} or a JSON file; null = natural
-    eval_fraction: float = 0.05  # of each domain's sequences, held out for eval (never trained on)
-    max_eval_sequences: int = 2000  # cap on the eval split (per domain), to bound eval time
-    split_seed: int = 0  # seed of the eval split alone: runs with other training seeds are evaluated alike
-
-    def validate(self) -> None:
-        if self.tokens_per_step < 1:
-            raise ValueError("tokens_per_step must be positive")
-        if self.cycles < 1:
-            raise ValueError("cycles must be positive")
-        if not 0 <= self.eval_fraction < 1:
-            raise ValueError("eval_fraction must be within [0, 1)")
 
 
 def load_domain_weights(spec, domains: list[str]) -> Optional[np.ndarray]:

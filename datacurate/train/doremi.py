@@ -27,43 +27,19 @@ from __future__ import annotations
 import json
 import math
 import os
-from dataclasses import dataclass, field
-from typing import Optional, Union
+from dataclasses import asdict, replace
+from typing import Optional
 
 import numpy as np
 import torch
 import torch.distributed as dist
 
-from datacurate.train.config import TrainConfig
+from datacurate.coerce import ConfigError
+from datacurate.train import checkpoint
 from datacurate.train.data import ShardDataset, load_domain_weights
-from datacurate.train.rho1 import Reference
-
-
-@dataclass
-class DoremiConfig:
-    reference_steps: int = 200  # steps of the reference model (ignored with `reference`)
-    proxy_steps: int = 200  # steps of the Group-DRO proxy
-    eta: float = 1.0  # step size of the domain-weight update
-    smoothing: float = 1e-3  # c: mix of the uniform distribution into the weights each step
-    reference_weights: Union[str, dict[str, float]] = "natural"  # natural token shares, {domain: w} or a JSON file
-    reference: Optional[str] = None  # an existing reference checkpoint instead of training one (round 1)
-    rounds: int = 1  # iterated DoReMi: round r+1's reference mixture = round r's weights
-    sidecar: str = "auto"  # reference losses from score-tokens' sidecar: auto | require | off
-
-    def validate(self) -> None:
-        if self.eta <= 0:
-            raise ValueError("eta must be positive")
-        if not 0 <= self.smoothing < 1:
-            raise ValueError("smoothing must be within [0, 1)")
-        if min(self.reference_steps, self.proxy_steps, self.rounds) < 1:
-            raise ValueError("reference_steps, proxy_steps and rounds must be >= 1")
-        if self.sidecar not in ("auto", "require", "off"):
-            raise ValueError("sidecar must be auto, require or off")
-
-
-@dataclass
-class DoremiRunConfig(TrainConfig):
-    doremi: DoremiConfig = field(default_factory=DoremiConfig)
+from datacurate.train.objective import Objective, Part
+from datacurate.train.rho1 import SIDE, Reference
+from datacurate.train_config import DoremiRunConfig, GroupDROConfig, TrainConfig
 
 
 def domain_excess(losses: torch.Tensor, ref: torch.Tensor, dom: torch.Tensor, n_domains: int):
@@ -88,15 +64,17 @@ def update_weights(alpha: torch.Tensor, last: torch.Tensor, excess_sum: torch.Te
     return torch.where(active, (1 - c) * new + c / int(active.sum()), 0.0), excess
 
 
-class GroupDRO:
-    """The proxy's objective (see the module docstring); state is checkpointed with the proxy."""
-
-    needs_side = False
+class GroupDRO(Objective):
+    """The proxy's objective (see the module docstring); state is checkpointed with the proxy.
+    A step's weights come from its excess losses before its gradient: with one micro-batch,
+    from that micro-batch's own forward pass (in :meth:`loss`); with ``grad_accum > 1``, from a
+    forward pass without gradient over all the step's micro-batches first (:meth:`begin_step`: one
+    more proxy forward per micro-batch), so the weights and gradient are those of one whole batch."""
 
     def __init__(self, ds: ShardDataset, device: str, autocast, reference: str, eta: float, smoothing: float,
                  sidecar: str, out_dir: Optional[str], compiled: bool = False):
         self.ref = Reference(reference, ds, device, sidecar, autocast, compiled)
-        self.needs_side = self.ref.from_sidecar
+        self.sides = (SIDE,) if self.ref.from_sidecar else ()
         self.domains, self.device, self.eta, self.c = ds.domains, device, eta, smoothing
         self.active = torch.tensor([n > 0 for n in _domain_tokens(ds).values()])
         k = int(self.active.sum())
@@ -105,31 +83,49 @@ class GroupDRO:
         self.alpha_sum = torch.zeros_like(self.alpha)
         self.steps = 0
         self.out_dir = out_dir  # rank 0 only: weights.jsonl and domain_weights.json
+        self.step_weights = None  # (alpha, excess, token count) of the step being taken, (D,) each
 
-    def loss(self, losses: torch.Tensor, tokens: torch.Tensor, side, domains: np.ndarray) -> torch.Tensor:
-        ref = self.ref.losses(tokens, side)  # (b, T)
-        dom = torch.from_numpy(domains.astype(np.int64)).to(losses.device)  # (b,)
-        excess_sum, count = domain_excess(losses.detach(), ref, dom, len(self.domains))  # (D,), (D,)
-        world = 1
+    def begin_step(self, parts: list[Part], model: torch.nn.Module) -> None:
+        self.step_weights = None
+        if len(parts) > 1:
+            with torch.no_grad(), self.ref.autocast():
+                sums = [self._excess(model(p.tokens[:, :-1], p.tokens[:, 1:]), p) for p in parts]
+            self._weigh(sum(e for e, _ in sums), sum(n for _, n in sums))
+
+    def _excess(self, losses: torch.Tensor, part: Part):
+        dom = torch.from_numpy(part.domains.astype(np.int64)).to(losses.device)  # (b,)
+        ref = self.ref.losses(part.tokens, part.side.get(SIDE))  # (b, T)
+        return domain_excess(losses.detach(), ref, dom, len(self.domains))  # (D,), (D,)
+
+    def _weigh(self, excess_sum: torch.Tensor, count: torch.Tensor) -> None:
         if dist.is_initialized():
-            world = dist.get_world_size()
             dist.all_reduce(excess_sum)
             dist.all_reduce(count)
         count = count.cpu()
-        self.alpha, self.excess = update_weights(self.alpha, self.excess, excess_sum.cpu(), count, self.active,
-                                                 self.eta, self.c)
+        alpha, excess = update_weights(self.alpha, self.excess, excess_sum.cpu(), count, self.active, self.eta, self.c)
+        self.step_weights = alpha, excess, count
+
+    def loss(self, losses: torch.Tensor, part: Part) -> torch.Tensor:
+        if self.step_weights is None:  # the step's one micro-batch
+            self._weigh(*self._excess(losses, part))
+        alpha, _, count = self.step_weights
+        dom = torch.from_numpy(part.domains.astype(np.int64)).to(losses.device)  # (b,)
+        # the proxy's loss: alpha-weighted per-domain mean loss over the step (global token counts:
+        # the micro-batches' losses add up, the DDP average over ranks is the single-worker loss)
+        loss_sum = torch.zeros(len(self.domains), device=losses.device, dtype=losses.dtype).index_add(
+            0, dom, losses.sum(1))  # (D,)
+        w = (alpha / count.clamp_min(1)).to(losses.device, losses.dtype)  # (D,)
+        return (loss_sum * w).sum() * (dist.get_world_size() if dist.is_initialized() else 1)
+
+    def end_step(self, step: int) -> None:
+        self.alpha, self.excess, _ = self.step_weights
         self.alpha_sum += self.alpha
         self.steps += 1
         if self.out_dir:
             with open(os.path.join(self.out_dir, "weights.jsonl"), "a" if self.steps > 1 else "w") as f:
                 f.write(json.dumps({"step": self.steps, "alpha": self._named(self.alpha),
                                     "excess": self._named(self.excess)}) + "\n")
-        # the proxy's loss: alpha-weighted per-domain mean loss (global token counts, so the
-        # DDP average over ranks equals the single-worker loss)
-        loss_sum = torch.zeros(len(self.domains), device=losses.device, dtype=losses.dtype).index_add(
-            0, dom, losses.sum(1))  # (D,)
-        w = (self.alpha / count.clamp_min(1)).to(losses.device, losses.dtype)  # (D,)
-        return (loss_sum * w).sum() * world
+            checkpoint.write_json(os.path.join(self.out_dir, "domain_weights.json"), self.average())
 
     def _named(self, v: torch.Tensor) -> dict:
         return {d: float(v[i]) for i, d in enumerate(self.domains) if self.active[i]}
@@ -138,10 +134,6 @@ class GroupDRO:
         avg = self.alpha_sum / max(self.steps, 1)
         avg = avg / avg.sum()
         return self._named(avg)
-
-    def end_step(self, step: int) -> None:
-        if self.out_dir:
-            _write_json(os.path.join(self.out_dir, "domain_weights.json"), self.average())
 
     def state_dict(self) -> dict:
         return {"alpha": self.alpha.tolist(), "excess": self.excess.tolist(), "alpha_sum": self.alpha_sum.tolist(),
@@ -152,53 +144,19 @@ class GroupDRO:
                                                    for k in ("alpha", "excess", "alpha_sum"))
         self.steps = s["steps"]
         if self.out_dir:  # weights.jsonl back to the checkpoint's step, as metrics.jsonl
-            _truncate_jsonl(os.path.join(self.out_dir, "weights.jsonl"), self.steps)
+            checkpoint.truncate_jsonl(os.path.join(self.out_dir, "weights.jsonl"), self.steps)
 
     def describe(self) -> str:
         side = "sidecar" if self.ref.from_sidecar else "on the fly"
         return f"DoReMi Group DRO (eta {self.eta}, smoothing {self.c}, reference {side})"
 
 
-class GroupDROFactory:
-    """Builds :class:`GroupDRO` inside each worker (picklable for Ray Train)."""
-
-    def __init__(self, reference: str, eta: float, smoothing: float, sidecar: str, out_dir: str):
-        self.args = (reference, eta, smoothing, sidecar, out_dir)
-
-    def __call__(self, ds, device, autocast, compiled: bool = False) -> GroupDRO:
-        reference, eta, smoothing, sidecar, out_dir = self.args
-        rank0 = not dist.is_initialized() or dist.get_rank() == 0
-        return GroupDRO(ds, device, autocast, reference, eta, smoothing, sidecar, out_dir if rank0 else None, compiled)
-
-
-def _write_json(path: str, data) -> None:
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(data, f, indent=2)
-    os.replace(tmp, path)
-
-
-def _truncate_jsonl(path: str, step: int) -> None:
-    if os.path.exists(path):
-        with open(path) as f:
-            keep = [ln for ln in f if ln.strip() and ln.endswith("\n") and json.loads(ln)["step"] <= step]
-        with open(path, "w") as f:
-            f.writelines(keep)
-
-
 def run_doremi(cfg: DoremiRunConfig, run, resume: bool = False, log=print) -> dict:
     """Reference (or ``doremi.reference``) then proxy, ``rounds`` times; writes
     ``OUT/domain_weights.json`` (the last round's) and returns it. ``run(train_cfg, resume,
-    objective)`` trains one model: :func:`datacurate.train.loop.train` in this process, or
-    Ray Train's wrapper for several workers."""
-    from dataclasses import asdict, replace
-
-    from datacurate.config import ConfigError
-    from datacurate.train import checkpoint
-
+    objective)`` (None, or the proxy's :class:`GroupDROConfig`) trains one model:
+    :func:`datacurate.train.loop.train` in this process, or Ray Train's wrapper for several workers."""
     d = cfg.doremi
-    if cfg.optim.grad_accum != 1:
-        raise ConfigError("doremi: optim.grad_accum must be 1 (the weights are updated once per forward pass)")
     ds = ShardDataset(cfg.shards)
     active = [x for x, n in _domain_tokens(ds).items() if n > 0]
     if len(active) < 2:
@@ -235,13 +193,13 @@ def run_doremi(cfg: DoremiRunConfig, run, resume: bool = False, log=print) -> di
         proxy_cfg = replace(base, steps=d.proxy_steps, output=proxy_dir,
                             data=replace(base.data, domain_weights={x: 1.0 for x in active}))
         log(f"[doremi] round {r + 1}/{d.rounds}: Group-DRO proxy, {d.proxy_steps} steps, domains sampled uniformly")
-        run(proxy_cfg, resume, GroupDROFactory(os.path.abspath(ref), d.eta, d.smoothing, d.sidecar,
-                                               os.path.abspath(rdir)))
+        dro = GroupDROConfig(os.path.abspath(ref), d.eta, d.smoothing, d.sidecar, os.path.abspath(rdir))
+        run(proxy_cfg, resume, dro)
         with open(os.path.join(rdir, "domain_weights.json")) as f:
             result = json.load(f)
         weights = result
         log(f"[doremi] round {r + 1} weights: " + "  ".join(f"{k} {v:.3f}" for k, v in result.items()))
-    _write_json(os.path.join(cfg.output, "domain_weights.json"), result)
+    checkpoint.write_json(os.path.join(cfg.output, "domain_weights.json"), result)
     return result
 
 

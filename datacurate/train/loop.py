@@ -13,6 +13,9 @@ batch -> forward -> loss (plain mean, or RHO-1's selected tokens) -> backward ->
 * Data-parallel: when ``torch.distributed`` is initialised (Ray Train sets it up, see
   :mod:`datacurate.engine.train_ray`) the model is wrapped in DDP, each rank trains on
   its slice of the global batch and rank 0 writes every output. This loop never imports Ray.
+* The loss is an :class:`~datacurate.train.objective.Objective` (plain, RHO-1 or DoReMi's
+  Group DRO), :func:`make_objective`'s pick; ``s3://`` shards and outputs are handled around
+  the loop (:func:`datacurate.train.remote.mirrored`).
 * MFU = flops per token (6N + 12·n_layer·d·T, :meth:`GPT.flops_per_token`) x tokens/s
   over the accelerator's dense bf16 peak; null on CPU.
 """
@@ -23,7 +26,6 @@ import contextlib
 import json
 import math
 import os
-import shutil
 import sys
 import time
 from dataclasses import asdict
@@ -35,11 +37,13 @@ import yaml
 
 from datacurate.config import ConfigError, to_dict
 from datacurate.train import checkpoint, remote
-from datacurate.train.config import TrainConfig
 from datacurate.train.data import ShardDataset, StepSampler
+from datacurate.train.doremi import GroupDRO
 from datacurate.train.evaluate import eval_loss
 from datacurate.train.model import GPT
+from datacurate.train.objective import Objective, Part, PlainObjective
 from datacurate.train.rho1 import Reference, Rho1Objective
+from datacurate.train_config import GroupDROConfig, TrainConfig
 
 PEAK_BF16 = {"H100": 989.4e12, "H200": 989.4e12, "H800": 989.4e12, "A100": 312e12, "L4": 121e12}
 
@@ -74,21 +78,27 @@ def peak_flops(device: str) -> float | None:
     return next((v for k, v in PEAK_BF16.items() if k in name), None)
 
 
-class PlainObjective:
-    needs_side = False
+def make_objective(cfg: TrainConfig, dro: GroupDROConfig | None, ds: ShardDataset, device: str, autocast,
+                   compiled: bool, main: bool) -> Objective:
+    """The loss from the config: Group DRO for a DoReMi proxy, RHO-1 with a reference, else plain."""
+    if dro is not None:
+        return GroupDRO(ds, device, autocast, dro.reference, dro.eta, dro.smoothing, dro.sidecar,
+                        dro.out_dir if main else None, compiled)
+    if cfg.rho1.reference:
+        return Rho1Objective(Reference(cfg.rho1.reference, ds, device, cfg.rho1.sidecar, autocast, compiled),
+                             cfg.rho1.ratio)
+    return PlainObjective()
 
-    def loss(self, losses: torch.Tensor, tokens, side, domains) -> torch.Tensor:
-        return losses.mean()
 
-    def describe(self) -> str:
-        return "full-token loss"
-
-
-def train(cfg: TrainConfig, resume: bool = False, log=None, objective=None) -> dict:
+def train(cfg: TrainConfig, resume: bool = False, log=None, objective: GroupDROConfig | None = None) -> dict:
     """Train per ``cfg``; returns ``final.json``'s content. Under torch.distributed every rank
-    calls this. ``objective(ds, device, autocast, compiled)`` builds another loss than plain / RHO-1
-    (DoReMi's Group DRO); it may carry state (``state_dict`` / ``load_state_dict``, checkpointed)
-    and an ``end_step(step)`` hook."""
+    calls this. ``objective``: a DoReMi proxy's Group DRO (None: plain, or RHO-1 per ``cfg.rho1``)."""
+    rank = dist.get_rank() if dist.is_initialized() else 0
+    with remote.mirrored(cfg, resume, rank) as (local, ckpts):  # s3:// shards cached, an s3:// output mirrored
+        return _train(local, ckpts, resume, log, objective)
+
+
+def _train(cfg: TrainConfig, ckpts: remote.Checkpoints, resume: bool, log, objective) -> dict:
     rank, world = (dist.get_rank(), dist.get_world_size()) if dist.is_initialized() else (0, 1)
     main = rank == 0
     log = log or (lambda m: print(m, file=sys.stderr, flush=True))
@@ -97,8 +107,7 @@ def train(cfg: TrainConfig, resume: bool = False, log=None, objective=None) -> d
         torch.set_num_threads(cfg.threads)
     autocast = (lambda: torch.autocast("cuda", dtype=torch.bfloat16)) if device == "cuda" else contextlib.nullcontext
 
-    # ---- set-up: data, model, optimiser, RHO-1 reference, resume
-    cfg, mirror = remote.localize(cfg, resume, rank)  # s3:// shards cached locally, an s3:// output mirrored
+    # ---- set-up: data, model, optimiser, objective (RHO-1 / Group DRO reference), resume
     ds = ShardDataset(cfg.shards)
     sampler = StepSampler(ds, cfg.data, cfg.steps, cfg.seed, rank, world)
     torch.manual_seed(cfg.seed)
@@ -108,41 +117,32 @@ def train(cfg: TrainConfig, resume: bool = False, log=None, objective=None) -> d
     model = GPT(shape).to(device)
     opt = make_optimizer(model, cfg, device)
     compiled = cfg.compile if cfg.compile is not None else device == "cuda"
-    if objective is not None:
-        obj = objective(ds, device, autocast, compiled)
-    elif cfg.rho1.reference:
-        obj = Rho1Objective(Reference(cfg.rho1.reference, ds, device, cfg.rho1.sidecar, autocast, compiled),
-                            cfg.rho1.ratio)
-    else:
-        obj = PlainObjective()
-    ckpt_dir = os.path.join(cfg.output, "checkpoints")
+    obj = make_objective(cfg, objective, ds, device, autocast, compiled, main)
     metrics_path = os.path.join(cfg.output, "metrics.jsonl")
     meta = {"shape": asdict(shape), "tokenizer_sha256": ds.tokenizer["sha256"], "config": to_dict(cfg),
             "domains": ds.domains}
     start, tokens_seen = 0, 0
-    if resume and checkpoint.steps_in(ckpt_dir):
-        state = checkpoint.restore(checkpoint.resolve(ckpt_dir), model, opt, shape, ds.tokenizer["sha256"])
+    if resume and checkpoint.steps_in(ckpts.root):
+        state = checkpoint.restore(checkpoint.resolve(ckpts.root), model, opt, shape, ds.tokenizer["sha256"])
         start, tokens_seen = state["step"], state["tokens"]
         if main and state["config"].get("steps") != cfg.steps:  # the LR schedule and curriculum follow steps
             log(f"[train] note: resuming a run of {state['config'].get('steps')} steps with steps={cfg.steps}: the "
                 "learning-rate schedule and the grow_p2 cycles are those of the new length from here on")
-        if hasattr(obj, "load_state_dict"):
-            obj.load_state_dict(state["objective"])
+        obj.load_state_dict(state.get("objective", {}))
     if main:
-        mirror.start(fresh=not start)
         os.makedirs(cfg.output, exist_ok=True)
         if not start:  # a fresh run: an earlier run's checkpoints would mix with this one's
-            shutil.rmtree(ckpt_dir, ignore_errors=True)
-        _truncate_metrics(metrics_path, start)
+            ckpts.clear()
+        checkpoint.truncate_jsonl(metrics_path, start)
         with open(os.path.join(cfg.output, "config.yaml"), "w") as f:
             yaml.safe_dump(to_dict(cfg), f, sort_keys=False)
         log(f"[train] {model.num_params():,} parameters ({cfg.model.preset}: {shape.n_layer}x{shape.n_embd}), "
             f"{len(ds):,} sequences in buckets {ds.seq_lens}, {cfg.steps} steps x {cfg.data.tokens_per_step:,} "
             f"tokens on {device} x {world}, {obj.describe()}" + (f", resuming at step {start}" if start else ""))
     # one graph per bucket length (dataset decomposition has a handful), not dynamic shapes
-    fwd = torch.compile(model, dynamic=False) if compiled else model
-    if world > 1:
-        fwd = torch.nn.parallel.DistributedDataParallel(fwd, device_ids=[torch.cuda.current_device()] if device == "cuda" else None)
+    net = torch.compile(model, dynamic=False) if compiled else model
+    ids = [torch.cuda.current_device()] if device == "cuda" else None
+    fwd = torch.nn.parallel.DistributedDataParallel(net, device_ids=ids) if world > 1 else net
     peak = peak_flops(device)
     metrics = open(metrics_path, "a") if main else None
     last_eval = None
@@ -155,21 +155,21 @@ def train(cfg: TrainConfig, resume: bool = False, log=None, objective=None) -> d
         for g in opt.param_groups:
             g["lr"] = lr
         batch = sampler.batch(step)
-        arrays = ds.gather(batch.seq_len, batch.index, [0, 2] if obj.needs_side else [0])
-        tokens = torch.from_numpy(arrays[0].astype(np.int64)).to(device)  # (B, L)
-        side = arrays[1].astype(np.float32) if len(arrays) > 1 else None  # (B, L-1)
+        arrays = ds.gather(batch.seq_len, batch.index, ["tokens", *obj.sides])
+        tokens = torch.from_numpy(arrays.pop("tokens").astype(np.int64)).to(device)  # (B, L)
+        side = {k: v.astype(np.float32) for k, v in arrays.items()}  # (B, L-1) each
         # micro-batches weighted by their share of the batch (B need not divide by grad_accum)
-        micro = [r for r in np.array_split(np.arange(len(tokens)), cfg.optim.grad_accum) if len(r)]
+        parts = [Part(tokens[r], {k: v[r] for k, v in side.items()}, batch.domains[r], len(r) / len(tokens))
+                 for r in np.array_split(np.arange(len(tokens)), cfg.optim.grad_accum) if len(r)]
+        obj.begin_step(parts, net)
         loss_sum = torch.zeros((), device=device)
-        for i, rows in enumerate(micro):
-            sync = world == 1 or i == len(micro) - 1
+        for i, part in enumerate(parts):
+            sync = world == 1 or i == len(parts) - 1
             with (contextlib.nullcontext() if sync else fwd.no_sync()):
-                x = tokens[rows]
                 with autocast():
-                    losses = fwd(x[:, :-1], x[:, 1:])  # (b, L-1)
-                loss = obj.loss(losses, x, None if side is None else side[rows], batch.domains[rows])
-                (loss * (len(rows) / len(tokens))).backward()
-            loss_sum += losses.detach().mean() * (len(rows) / len(tokens))  # the full-token loss is what we log
+                    losses = fwd(part.tokens[:, :-1], part.tokens[:, 1:])  # (b, L-1)
+                obj.loss(losses, part).backward()
+            loss_sum += losses.detach().mean() * part.share  # the full-token loss is what we log
         if cfg.optim.grad_clip:
             torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.optim.grad_clip)
         opt.step()
@@ -177,8 +177,7 @@ def train(cfg: TrainConfig, resume: bool = False, log=None, objective=None) -> d
         if world > 1:
             dist.all_reduce(loss_sum, op=dist.ReduceOp.AVG)
         done, tokens_seen = step + 1, tokens_seen + cfg.data.tokens_per_step
-        if hasattr(obj, "end_step"):
-            obj.end_step(done)
+        obj.end_step(done)
         if main and (done % cfg.log_every == 0 or done == cfg.steps):
             loss_val = loss_sum.item()
             dt = time.perf_counter() - t0
@@ -200,49 +199,23 @@ def train(cfg: TrainConfig, resume: bool = False, log=None, objective=None) -> d
         if (cfg.checkpoint_every and done % cfg.checkpoint_every == 0) or done == cfg.steps:
             if main:
                 metrics.flush()
-                extra = {"objective": obj.state_dict()} if hasattr(obj, "state_dict") else {}
-                checkpoint.save(ckpt_dir, done, model, opt, {**meta, "tokens": tokens_seen, **extra},
-                                keep=cfg.keep_checkpoints)
-                mirror.checkpoint(ckpt_dir, done)
+                extra = {"objective": obj.state_dict()}  # an objective without state writes none
+                ckpts.save(done, model, opt, {**meta, "tokens": tokens_seen, **(extra if extra["objective"] else {})})
             if world > 1:
                 dist.barrier()
 
-    final = {"steps": cfg.steps, "tokens": tokens_seen, "eval_loss": last_eval,
-             "checkpoint": os.path.join(ckpt_dir, checkpoint.LATEST)}
+    final = {"steps": cfg.steps, "tokens": tokens_seen, "eval_loss": last_eval, "checkpoint": ckpts.latest}
     if main:
         metrics.close()
         if last_eval is None:  # resumed from the very last checkpoint: nothing left to run
             last_eval = _last_eval(metrics_path)
             final["eval_loss"] = last_eval
-        tmp = os.path.join(cfg.output, "final.json.tmp")
-        with open(tmp, "w") as f:
-            json.dump(final, f, indent=2)
-        os.replace(tmp, os.path.join(cfg.output, "final.json"))
-        final = mirror.finish(final)
+        checkpoint.write_json(os.path.join(cfg.output, "final.json"), final)
     return final
 
 
 def _write(f, record: dict) -> None:
     f.write(json.dumps(record) + "\n")
-
-
-def _truncate_metrics(path: str, step: int) -> None:
-    """Keep metrics.jsonl lines up to ``step`` (the checkpoint resumed from): a resumed run
-    appends exactly what an uninterrupted one would have written after it."""
-    if not os.path.exists(path):
-        return
-    with open(path) as f:
-        lines = [ln for ln in f if ln.strip()]
-    keep = []
-    for ln in lines:
-        try:
-            if json.loads(ln)["step"] <= step:
-                keep.append(ln)
-        except (ValueError, KeyError):
-            break  # a line cut by the kill
-    with open(path + ".tmp", "w") as f:
-        f.writelines(keep)
-    os.replace(path + ".tmp", path)
 
 
 def _last_eval(path: str):

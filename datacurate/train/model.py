@@ -7,70 +7,21 @@ on GPU), and the output projection tied to the token embedding (Press & Wolf 201
 which saves ``vocab x d`` parameters. No training logic lives here: the loop picks the
 loss (plain, RHO-1, DoReMi-weighted) from :meth:`GPT.token_losses`.
 
-Presets: ``tiny`` (trains on 2 CPU cores in tests), ``124m`` (GPT-2 small: 12 layers,
-12 heads, 768 wide) and ``350m`` (GPT-2 medium: 24 layers, 16 heads, 1024 wide). The
-vocabulary size always comes from the shards' tokenizer.
+Presets (:class:`datacurate.train_config.ModelConfig`): ``tiny`` (trains on 2 CPU cores in
+tests), ``124m`` (GPT-2 small: 12 layers, 12 heads, 768 wide) and ``350m`` (GPT-2 medium: 24
+layers, 16 heads, 1024 wide). The vocabulary size always comes from the shards' tokenizer.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
 from typing import Optional
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-PRESETS = {
-    "tiny": dict(n_layer=2, n_head=4, n_embd=128),
-    "124m": dict(n_layer=12, n_head=12, n_embd=768),
-    "350m": dict(n_layer=24, n_head=16, n_embd=1024),
-}
-
-
-@dataclass
-class ModelConfig:
-    preset: str = "tiny"  # tiny | 124m | 350m; the fields below override the preset when set
-    n_layer: Optional[int] = None
-    n_head: Optional[int] = None
-    n_embd: Optional[int] = None
-    max_seq_len: Optional[int] = None  # null: the longest bucket of the shards
-    dropout: float = 0.0
-
-    def validate(self) -> None:
-        if self.preset not in PRESETS:
-            raise ValueError(f"unknown preset {self.preset!r} (known: {', '.join(PRESETS)})")
-        for k in ("n_layer", "n_head", "n_embd", "max_seq_len"):
-            v = getattr(self, k)
-            if v is not None and v < 1:
-                raise ValueError(f"{k} must be positive")
-        if not 0 <= self.dropout < 1:
-            raise ValueError("dropout must be within [0, 1)")
-
-    def resolve(self, vocab_size: int, max_seq_len: int) -> "GPTShape":
-        p = PRESETS[self.preset]
-        shape = GPTShape(vocab_size=vocab_size, max_seq_len=self.max_seq_len or max_seq_len,
-                         n_layer=self.n_layer or p["n_layer"], n_head=self.n_head or p["n_head"],
-                         n_embd=self.n_embd or p["n_embd"], dropout=self.dropout)
-        if shape.n_embd % shape.n_head:
-            raise ValueError(f"n_embd {shape.n_embd} is not a multiple of n_head {shape.n_head}")
-        return shape
-
-
-@dataclass(frozen=True)
-class GPTShape:
-    """The resolved shape of a model (what a checkpoint records and must match)."""
-
-    vocab_size: int
-    max_seq_len: int
-    n_layer: int
-    n_head: int
-    n_embd: int
-    dropout: float = 0.0
-
-    def with_(self, **kw) -> "GPTShape":
-        return replace(self, **kw)
+from datacurate.train_config import GPTShape
 
 
 class CausalSelfAttention(nn.Module):

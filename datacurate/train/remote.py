@@ -9,11 +9,11 @@
   URL and the manifest's sha256, so a rewritten shard set is fetched again. The cache is
   capped (``cache_max_gb``): older cached shard sets go first, and a set larger than the
   cap is a one-line error.
-* Output: the loop writes into a local mirror of the output; each checkpoint is then
-  uploaded file by file (each object appears whole: one PUT or one completed multipart
-  upload), ``state.json`` last, and only then is ``checkpoints/latest`` (an object holding
-  ``step-<N>``) rewritten: ``latest`` never names an incomplete checkpoint.
-  ``--resume`` reads ``latest`` from the bucket and downloads that checkpoint.
+* Output (:func:`mirrored`, a context manager around the loop): the loop writes into a
+  local mirror; each checkpoint is then uploaded file by file (each object appears whole:
+  one PUT or one completed multipart upload), ``state.json`` last, and only then is
+  ``checkpoints/latest`` (an object holding ``step-<N>``) rewritten: ``latest`` never names
+  an incomplete checkpoint. ``--resume`` reads ``latest`` from the bucket and downloads it.
 """
 
 from __future__ import annotations
@@ -101,80 +101,57 @@ def _evict(root: str, keep: str, room: int) -> None:
         used -= size
 
 
-def fetch_checkpoint(url: str, cache_dir: str | None = None) -> str:
-    """A checkpoint in a bucket (a checkpoint prefix, ``.../checkpoints``, ``.../checkpoints/latest``
-    or a training output) downloaded into the cache; its local directory."""
-    url = url.rstrip("/")
-    candidates = [url] if storage.isfile(storage.join(url, "state.json")) else []
-    for pointer in (url, storage.join(url, checkpoint.LATEST), storage.join(url, "checkpoints", checkpoint.LATEST)):
-        if not candidates and storage.isfile(pointer):
-            candidates.append(storage.join(pointer.rsplit("/", 1)[0], storage.read_text(pointer).strip()))
-    if not candidates:
-        raise checkpoint.CheckpointError(f"{url}: not a complete checkpoint (no state.json + model.pt, no "
-                                         "checkpoints/latest)")
-    src = candidates[0]
-    local = os.path.join(cache_dir or os.path.join(storage.cache_root(), "checkpoints"), storage.url_key(src))
-    for name in storage.listdir(src):
-        storage.get_file(storage.join(src, name), os.path.join(local, name))
-    return local
+class Checkpoints:
+    """A run's ``checkpoints/``, as the loop sees it: saved under ``local``; for an ``s3://``
+    output (``url``) each is then uploaded (``latest`` only once it is whole), with metrics.jsonl."""
 
+    def __init__(self, local: str, keep: int, url: str | None = None):
+        self.local, self.root, self.keep, self.url = local, os.path.join(local, "checkpoints"), keep, url
+        self.latest = storage.join(url or local, "checkpoints", checkpoint.LATEST)
 
-class Sync:
-    """Mirrors a local training output to its URL (a no-op for a local output)."""
+    def clear(self) -> None:
+        """A fresh run: the earlier run's checkpoints go (in the bucket too, with its final.json)."""
+        shutil.rmtree(self.root, ignore_errors=True)
+        for name in ("checkpoints", "final.json") if self.url else ():
+            storage.delete(storage.join(self.url, name))
 
-    def __init__(self, url: str | None = None, local: str | None = None, names: dict[str, str] | None = None):
-        self.url, self.local = url, local
-        self.names = names or {}  # local path -> URL, for the text files uploaded (config.yaml)
-
-    def start(self, fresh: bool) -> None:
-        """A fresh run: the earlier run's checkpoints in the bucket go (as the local loop's do)."""
-        if self.url and fresh:
-            storage.delete(storage.join(self.url, "checkpoints"))
-            storage.delete(storage.join(self.url, "final.json"))
-
-    def checkpoint(self, ckpt_dir: str, step: int) -> None:
+    def save(self, step: int, model, optimizer, state: dict) -> None:
+        checkpoint.save(self.root, step, model, optimizer, state, keep=self.keep)
         if not self.url:
             return
-        remote = storage.join(self.url, "checkpoints")
-        name = f"step-{step}"
-        storage.upload_tree(os.path.join(ckpt_dir, name), storage.join(remote, name), last=("state.json",))
+        remote, name = storage.join(self.url, "checkpoints"), f"step-{step}"
+        storage.upload_tree(os.path.join(self.root, name), storage.join(remote, name), last=("state.json",))
         storage.write_text(storage.join(remote, checkpoint.LATEST), name)  # only now: the checkpoint is whole
-        keep = {f"step-{s}" for s in checkpoint.steps_in(ckpt_dir)}
+        keep = {f"step-{s}" for s in checkpoint.steps_in(self.root)}
         for old in storage.listdir(remote):
             if old.startswith("step-") and old not in keep:
                 storage.delete(storage.join(remote, old))
-        self._put("metrics.jsonl")
+        self.put("metrics.jsonl")
 
-    def finish(self, final: dict) -> dict:
-        if not self.url:
-            return final
-        final = {**final, "checkpoint": storage.join(self.url, "checkpoints", checkpoint.LATEST)}
-        with open(os.path.join(self.local, "config.yaml")) as f:
-            text = f.read()
-        for path, url in self.names.items():
-            text = text.replace(path, url)
-        storage.write_text(storage.join(self.url, "config.yaml"), text)
-        self._put("metrics.jsonl")
-        storage.write_text(storage.join(self.url, "final.json"), json.dumps(final, indent=2))
-        return final
-
-    def _put(self, name: str) -> None:
-        path = os.path.join(self.local, name)
-        if os.path.isfile(path):
-            storage.put_file(path, storage.join(self.url, name))
+    def put(self, name: str) -> None:
+        if os.path.isfile(os.path.join(self.local, name)):
+            storage.put_file(os.path.join(self.local, name), storage.join(self.url, name))
 
 
-def localize(cfg, resume: bool, rank: int = 0):
-    """(cfg with local shards and output, Sync): remote shards cached, a remote output
-    mirrored locally, and on ``resume`` its latest checkpoint fetched from the bucket."""
-    if not (storage.is_remote(cfg.shards) or storage.is_remote(cfg.output)):
-        return cfg, Sync()
-    given, cfg = cfg, copy.deepcopy(cfg)
+def _cached(cfg) -> str:
+    """``cfg.shards``, or their local copy in the shard cache when they are remote."""
+    if not storage.is_remote(cfg.shards):
+        return cfg.shards
     max_bytes = int(cfg.cache_max_gb * 1e9) if cfg.cache_max_gb else None
-    if storage.is_remote(cfg.shards):
-        cfg.shards = cache_shards(cfg.shards, cfg.cache_dir and os.path.join(cfg.cache_dir, "shards"), max_bytes)
+    return cache_shards(cfg.shards, cfg.cache_dir and os.path.join(cfg.cache_dir, "shards"), max_bytes)
+
+
+@contextlib.contextmanager
+def mirrored(cfg, resume: bool, rank: int = 0):
+    """Around the training loop: yields (cfg with local shards and output, its :class:`Checkpoints`).
+    A remote output is a local mirror (on ``resume`` holding the bucket's latest checkpoint)
+    whose checkpoints are uploaded as they are saved, and whose config.yaml, metrics.jsonl
+    and final.json are uploaded when the loop returns (rank 0)."""
+    given, cfg = cfg, copy.deepcopy(cfg)
+    cfg.shards = _cached(cfg)
     if not storage.is_remote(cfg.output):
-        return cfg, Sync()
+        yield cfg, Checkpoints(cfg.output, cfg.keep_checkpoints)
+        return
     url = cfg.output.rstrip("/")
     storage.check_bucket(url)
     # one mirror per rank: every rank may need the checkpoint to resume, rank 0 alone writes
@@ -191,8 +168,14 @@ def localize(cfg, resume: bool, rank: int = 0):
         if storage.isfile(storage.join(url, "metrics.jsonl")):
             storage.get_file(storage.join(url, "metrics.jsonl"), os.path.join(local, "metrics.jsonl"))
     cfg.output = local
-    return cfg, Sync(url, local, {local: url, cfg.shards: given.shards})
-
+    ckpts = Checkpoints(local, cfg.keep_checkpoints, url)
+    yield cfg, ckpts
+    if rank == 0:
+        with open(os.path.join(local, "config.yaml")) as f:
+            text = f.read().replace(local, url).replace(cfg.shards, given.shards)
+        storage.write_text(storage.join(url, "config.yaml"), text)
+        ckpts.put("metrics.jsonl")
+        ckpts.put("final.json")
 
 
 @contextlib.contextmanager
@@ -200,13 +183,8 @@ def mirrored_output(cfg, resume: bool, last: str):
     """DoReMi's whole output (reference/, proxy/, weights) for an ``s3://`` output: written to
     a local mirror (kept for ``--resume`` on this machine), uploaded when the run is done,
     ``last`` after everything else. Remote shards are cached as for training."""
-    if not (storage.is_remote(cfg.shards) or storage.is_remote(cfg.output)):
-        yield cfg
-        return
     local = copy.deepcopy(cfg)
-    if storage.is_remote(cfg.shards):
-        local.shards = cache_shards(cfg.shards, cfg.cache_dir and os.path.join(cfg.cache_dir, "shards"),
-                                    int(cfg.cache_max_gb * 1e9) if cfg.cache_max_gb else None)
+    local.shards = _cached(cfg)
     if storage.is_remote(cfg.output):
         storage.check_bucket(cfg.output)
         local.output = os.path.join(cfg.cache_dir or storage.cache_root(), "doremi", storage.url_key(cfg.output))

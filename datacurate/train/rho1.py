@@ -28,9 +28,10 @@ import torch
 from datacurate import shards
 from datacurate.train import checkpoint
 from datacurate.train.data import ShardDataset, ShardError
+from datacurate.train.objective import Objective, Part
 
 SIDECAR = "rho1_reference"
-SIDE_DTYPE = np.dtype("<f2")
+SIDE, SIDE_DTYPE = "refloss", np.dtype("<f2")  # the side array's name in ShardDataset, its dtype on disk
 
 
 def select_loss(losses: torch.Tensor, ref_losses: torch.Tensor, ratio: float) -> tuple[torch.Tensor, int]:
@@ -64,7 +65,7 @@ class Reference:
                     raise ShardError(f"{ds.path}: its reference-loss sidecar was scored by another reference "
                                      f"({info.get('checkpoint')}), not {path}")
             else:
-                ds.attach(info["files"], SIDE_DTYPE, -1)
+                ds.attach(SIDE, info["files"], SIDE_DTYPE, -1)
                 self.from_sidecar = True
         elif sidecar == "require":
             raise ShardError(f"{ds.path}: no reference-loss sidecar (run datacurate score-tokens first)")
@@ -87,15 +88,15 @@ class Reference:
             return self.model(tokens[:, :-1], tokens[:, 1:])
 
 
-class Rho1Objective:
+class Rho1Objective(Objective):
     """The training loop's loss under RHO-1: select by excess loss, average the selected."""
 
     def __init__(self, reference: Reference, ratio: float):
         self.reference, self.ratio = reference, ratio
-        self.needs_side = reference.from_sidecar
+        self.sides = (SIDE,) if reference.from_sidecar else ()
 
-    def loss(self, losses: torch.Tensor, tokens: torch.Tensor, side, domains) -> torch.Tensor:
-        return select_loss(losses, self.reference.losses(tokens, side), self.ratio)[0]
+    def loss(self, losses: torch.Tensor, part: Part) -> torch.Tensor:
+        return select_loss(losses, self.reference.losses(part.tokens, part.side.get(SIDE)), self.ratio)[0] * part.share
 
     def describe(self) -> str:
         return f"RHO-1 ratio {self.ratio} ({'sidecar' if self.reference.from_sidecar else 'on the fly'})"

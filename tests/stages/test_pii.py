@@ -157,9 +157,9 @@ def test_runs_before_tokenize_only(tmp_path):
 
 
 def test_report_shows_counts_per_kind(stage):
-    from datacurate.report import pii_section
+    from datacurate.report.sections import View
 
     out = stage(pa.table({"text": pa.array(["a@example.com b@example.com", "8.8.8.8"], pa.large_string())}))
-    html = pii_section({"stages": {"pii": {"metrics": stage.metrics(out)}}})
+    html = type(stage).report_section(View({"metrics": stage.metrics(out)}))
     assert "PII redacted" in html and "<td>email</td><td>2</td><td>1</td>" in html
-    assert pii_section({"stages": {}}) == ""
+    assert type(stage).report_section(View({})) == ""

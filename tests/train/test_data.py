@@ -5,7 +5,8 @@ import json
 import numpy as np
 import pytest
 
-from datacurate.train.data import DataConfig, ShardDataset, StepSampler, grow_p2_cycle, load_domain_weights
+from datacurate.train.data import ShardDataset, StepSampler, grow_p2_cycle, load_domain_weights
+from datacurate.train_config import DataConfig
 from tests.train.synth import markov_set
 
 

@@ -10,10 +10,10 @@ import pytest
 import torch
 
 from datacurate.cli import main
-from datacurate.train.config import load_train_config
-from datacurate.train.data import DataConfig, ShardDataset, StepSampler
-from datacurate.train.doremi import DoremiRunConfig, domain_excess, run_doremi, update_weights
+from datacurate.train.data import ShardDataset, StepSampler
+from datacurate.train.doremi import domain_excess, run_doremi, update_weights
 from datacurate.train.loop import train
+from datacurate.train_config import DataConfig, DoremiRunConfig, load_train_config
 from tests.train.synth import markov, markov_set, write_set
 
 V = 64
@@ -102,6 +102,30 @@ def test_two_ray_train_workers_give_the_same_trajectory(ray_session, synthetic, 
     for x, y in zip(a, b):
         np.testing.assert_allclose([x[d] for d in sorted(x)], [y[d] for d in sorted(y)], rtol=1e-4)
     np.testing.assert_allclose([one[d] for d in sorted(one)], [two[d] for d in sorted(two)], rtol=1e-4)
+
+
+def test_grad_accum_2_gives_the_same_trajectory(synthetic, tmp_path):
+    """Group DRO weighs a step by the excess losses of its whole batch, micro-batches or not:
+    grad_accum 2 (same tokens per step) gives grad_accum 1's weights and losses, step by step."""
+    root, shards, _ = synthetic
+    ref = str(root / "out" / "reference" / "checkpoints" / "latest")
+    runs = {}
+    for accum in (1, 2):
+        cfg = cfg_of(shards, tmp_path / f"accum{accum}", reference=ref, proxy_steps=12)
+        cfg.optim.grad_accum = accum
+        w = run_doremi(cfg, local, log=lambda m: None)
+        steps = [json.loads(x) for x in open(tmp_path / f"accum{accum}" / "weights.jsonl")]
+        metrics = [json.loads(x) for x in open(tmp_path / f"accum{accum}" / "proxy" / "metrics.jsonl")]
+        runs[accum] = w, steps, [m["loss"] for m in metrics if "loss" in m]
+    (w1, s1, l1), (w2, s2, l2) = runs[1], runs[2]
+    assert [s["step"] for s in s1] == [s["step"] for s in s2] == list(range(1, 13))
+    for a, b in zip(s1, s2):
+        for key in ("alpha", "excess"):
+            np.testing.assert_allclose([a[key][d] for d in sorted(a[key])], [b[key][d] for d in sorted(b[key])],
+                                       rtol=1e-5, atol=1e-9)
+    assert max(abs(a["alpha"]["structured"] - s1[0]["alpha"]["structured"]) for a in s1) > 1e-3  # the weights move
+    np.testing.assert_allclose(l1, l2, rtol=1e-5)
+    np.testing.assert_allclose([w1[d] for d in sorted(w1)], [w2[d] for d in sorted(w2)], rtol=1e-5)
 
 
 def test_weights_file_drives_train_and_decompose(synthetic):

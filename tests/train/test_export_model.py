@@ -16,11 +16,11 @@ from datacurate.cli import main
 from datacurate.stages.decompose import Decompose
 from datacurate.stages.tokenize import Tokenize
 from datacurate.train import checkpoint
-from datacurate.train.config import load_train_config
 from datacurate.train.data import ShardDataset
-from datacurate.train.doremi import DoremiRunConfig, run_doremi
+from datacurate.train.doremi import run_doremi
 from datacurate.train.evaluate import eval_loss
 from datacurate.train.loop import train
+from datacurate.train_config import DoremiRunConfig, load_train_config
 from tests.conftest import REPO
 
 transformers = pytest.importorskip("transformers")

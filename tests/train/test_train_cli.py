@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from datacurate.cli import main
-from datacurate.train.config import load_train_config
+from datacurate.train_config import load_train_config
 from tests.train.synth import markov_set, write_set
 
 KEYS = ["model.preset=tiny", "steps=6", "seed=2", "device=cpu", "eval_every=3", "checkpoint_every=3",

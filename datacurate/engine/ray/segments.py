@@ -22,13 +22,12 @@ from datacurate.engine import faults
 from datacurate.engine.memory import give_back
 from datacurate.engine.process import build_stages, curate_task, curate_work_file, output_schema, segments_of
 from datacurate.engine.ray.data import map_items
-from datacurate.registry import STAGES
 
 
 def _build(cfg: PipelineConfig, seg_index: int) -> tuple:
     seg = segments_of(cfg)[seg_index]
     g = seg.global_before
-    return seg, build_stages(seg.maps), STAGES[g.name](g.config) if g else None
+    return seg, build_stages(seg.maps), g.cls(g.config) if g else None
 
 
 class SegmentWork:

@@ -18,7 +18,7 @@ from datacurate.config import RayConfig, from_dict, to_dict
 
 
 def _worker(config: dict) -> None:
-    from datacurate.train.config import TrainConfig
+    from datacurate.train_config import TrainConfig
     from datacurate.train.loop import train
 
     train(from_dict(TrainConfig, config["cfg"], "train"), resume=config["resume"], objective=config["objective"],
@@ -28,8 +28,8 @@ def _worker(config: dict) -> None:
 def run_train(cfg, resume: bool = False, ray_cfg: RayConfig | None = None, objective=None,
               quiet: bool = False) -> dict:
     """Train ``cfg`` (a :class:`TrainConfig`) on ``cfg.workers`` Ray Train workers;
-    ``objective`` (a picklable factory, e.g. DoReMi's Group DRO) as in the loop. ``s3://``
-    shards and outputs are handled by each rank's loop (:func:`datacurate.train.remote.localize`).
+    ``objective`` (DoReMi's Group DRO settings) as in the loop. ``s3://``
+    shards and outputs are handled by each rank's loop (:func:`datacurate.train.remote.mirrored`).
     ``quiet``: the workers log nothing."""
     import ray
     from ray.train import RunConfig, ScalingConfig

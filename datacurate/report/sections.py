@@ -1,0 +1,256 @@
+"""``OUT/report.html``: one self-contained page per run, from raw documents to training curves.
+
+It reads what a run leaves behind and nothing else (:mod:`datacurate.report.scan`):
+``stats.json`` and ``config.yaml`` (funnel, stage metrics, thresholds), ``kept/`` and
+``rejected/`` Parquet (score columns, counted columns, token counts, sample rejects), the
+shards manifest, and the training / DoReMi outputs (``metrics.jsonl``, ``weights.jsonl``).
+The sections here are generic; what is particular to a stage comes from its class: its
+score columns with their thresholds (``Stage.scores``), the columns counted for it
+(``Stage.counted``) and its own section (``Stage.report_section``, given a :class:`View`).
+A part that a run did not produce (a stage it lacks, no training) is left out, never an error.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from datacurate import shards, storage
+from datacurate.coerce import coerce
+from datacurate.registry import STAGES
+from datacurate.report import svg
+from datacurate.report.scan import (SAMPLE_CHARS, Scan, find_training, read_json, read_jsonl, sample_rejects,
+                                    shard_counts)
+from datacurate.schema import DOMAIN
+from datacurate.stages.base import Stage
+
+@dataclass
+class View:
+    """What a stage's ``report_section`` gets: its stats.json entry, its resolved config
+    (None: not in the run's config.yaml), the run's data scan, and the drawing functions."""
+
+    stats: dict
+    config: Any = None
+    scan: Any = None
+    draw: Any = svg  # the module: hbars, histogram, lines, table, section, esc
+
+    @property
+    def metrics(self) -> dict:
+        return self.stats.get("metrics") or {}
+
+
+def resolved(config: dict | None) -> dict[str, Any]:
+    """Stage name -> its resolved config object (of the first stage of that name in config.yaml)."""
+    out: dict[str, Any] = {}
+    for spec in (config or {}).get("stages") or []:
+        name, params = next(iter(spec.items())) if isinstance(spec, dict) and spec else (spec, {})
+        if isinstance(name, str) and name in STAGES and name not in out:
+            try:
+                out[name] = coerce(params or {}, STAGES[name].Config, name)
+            except ValueError:  # not this version's config: no thresholds from it
+                pass
+    return out
+
+
+def shard_set(out_dir: str, configs: dict) -> tuple[str | None, dict | None]:
+    """The directory and manifest of the shards a stage that writes them left (where the
+    run's config put them, else the stage's default place)."""
+    for cls in STAGES.values():
+        for cfg in (configs.get(cls.name), cls.Config()) if cls.writes_shards else ():
+            d = cfg and cls.output_dir(cfg, out_dir)
+            if d and storage.isfile(storage.join(d, shards.MANIFEST)):
+                return d, read_json(storage.join(d, shards.MANIFEST))
+    return None, None
+
+
+def funnel_section(stats: dict, scan: Scan, manifest: dict | None) -> str:
+    stages = stats.get("stages", {})
+    t = stats.get("totals", {})
+    docs = [(name, [st.get("kept", 0), st.get("rejected_total", 0)]) for name, st in stages.items()]
+    parts = [f'<p>read {t.get("read", 0):,} = kept {t.get("kept", 0):,} + rejected {t.get("rejected", 0):,} '
+             f'({"ok" if t.get("accounted") else "MISMATCH"}); {t.get("wall_seconds", 0):.1f} s wall</p>',
+             svg.hbars("documents kept and rejected by each stage", docs, ["kept", "rejected"], stacked=True,
+                       colors=[svg.KEPT, svg.REJECTED])]
+    order = list(stages)
+    first = next((i for i, name in enumerate(order) if STAGES.get(name, Stage).makes_tokens), None)
+    if scan.has_tokens and first is not None:
+        remaining = scan.tokens["kept"] + sum(scan.tokens["rejected"].values())
+        rows = [(order[first], [remaining])]
+        for name in order[first + 1:]:
+            remaining -= scan.tokens["rejected"].get(name, 0)
+            rows.append((name, [remaining]))
+        tot = (manifest or {}).get("totals") or {}
+        if "tokens_written" in tot:
+            rows.append(("shards written", [tot["tokens_written"]]))
+        parts.append("<h3>tokens</h3>" + svg.hbars("tokens left after each stage", rows, ["tokens"]))
+    return svg.section("Funnel", *parts)
+
+
+def _sample_html(samples: list[tuple[str, str, str]]) -> str:
+    items = []
+    for id_, reason, text in samples:
+        more = "…" if len(text) > SAMPLE_CHARS else ""
+        items.append(f'<li><span class="id">{svg.esc(id_)}</span> <span class="reason">{svg.esc(reason)}</span>'
+                     f'<div class="doc"><bdi>{svg.esc(text[:SAMPLE_CHARS])}</bdi>{more}</div></li>')
+    return f"<ol>{''.join(items)}</ol>"
+
+
+def rejects_section(stats: dict, samples: dict) -> str:
+    parts = []
+    for name, st in stats.get("stages", {}).items():
+        reasons = st.get("rejected") or {}
+        if not reasons:
+            continue
+        parts.append(f"<h3>{svg.esc(name)}: {st.get('rejected_total', 0):,} rejected</h3>")
+        parts.append(svg.hbars(f"{name}: rejects by reason", [(r, [c]) for r, c in reasons.items()], ["documents"],
+                               colors=[svg.REJECTED]))
+        for reason, count in reasons.items():
+            got = samples.get((name, reason), [])
+            parts.append(f'<details><summary>{svg.esc(reason)}: {count:,} documents, {len(got)} shown</summary>'
+                         f'{_sample_html(got)}</details>')
+    return svg.section("Rejects by stage and reason", *parts)
+
+
+def scores_section(scan: Scan, configs: dict, stats: dict) -> str:
+    """The histogram of every score column a stage declares (``Stage.scores``), with its
+    threshold from the stage's resolved config where one applies."""
+    parts = []
+    for cls in STAGES.values():
+        metrics = (stats.get("stages", {}).get(cls.name) or {}).get("metrics") or {}
+        for col, score in cls.scores.items():
+            h = scan.hist.get(col)
+            if h is None or not (h["kept"].sum() + h["rejected"].sum()):
+                continue
+            t = score.threshold(configs[cls.name]) if cls.name in configs else None
+            parts.append(svg.histogram(score.title, scan.edges[col], h, t, f"reject {score.reject}", score.log_y))
+            try:
+                parts.append(score.note.format(**metrics))
+            except (KeyError, TypeError, ValueError):  # a metric the note needs is missing
+                pass
+    return svg.section("Scores (kept and rejected rows with a score)", *parts)
+
+
+def _mix(title: str, counts: dict[str, Counter], top: int = 15) -> str:
+    before, after = counts["before"], counts["after"]
+    nb, na = max(sum(before.values()), 1), max(sum(after.values()), 1)
+    names = [k for k, _ in before.most_common(top)]
+    rows = [(k, [100 * before[k] / nb, 100 * after[k] / na]) for k in names]
+    rest = len(before) - len(names)
+    if rest > 0:
+        rows.append((f"{rest} more", [100 * sum(before[k] for k in before if k not in names) / nb,
+                                      100 * sum(after[k] for k in after if k not in names) / na]))
+    return svg.hbars(title, rows, [f"before ({nb:,} docs)", f"after ({sum(after.values()):,} kept)"], pct=True,
+                     colors=["#bab0ac", svg.KEPT])
+
+
+def mix_section(scan: Scan) -> str:
+    """Before and after of the domain and of the columns stages count with a heading (``Stage.counted``)."""
+    heads = [(c, h) for cls in STAGES.values() for c, h in cls.counted.items() if h]
+    heads.append((DOMAIN, ("domain", "all documents read")))
+    parts = [f"<h3>{svg.esc(what)} ({svg.esc(whose)})</h3>" + _mix(f"{what} mix", scan.counts[col])
+             for col, (what, whose) in heads if scan.counts[col]["before"]]
+    return svg.section("Language and domain mix, before and after (% of documents)", *parts)
+
+
+def shards_section(shards_dir: str | None, manifest: dict | None) -> str:
+    if not manifest:
+        return ""
+    try:
+        counts = shard_counts(shards_dir, manifest)
+    except OSError:  # a moved or partial shard set: fall back to the manifest's per-domain counts
+        counts = defaultdict(Counter)
+        for d, v in (manifest.get("per_domain") or {}).items():
+            for L, n in (v.get("sequences_in_buckets") or {}).items():
+                counts[int(L)][d] += n * int(L)
+    domains = sorted({d for c in counts.values() for d in c})
+    rows = [(f"{L} tokens", [counts[L][d] for d in domains]) for L in sorted(counts)]
+    tot = manifest.get("totals") or {}
+    note = (f"<p>{tot.get('sequences_written', 0):,} sequences, {tot.get('tokens_written', 0):,} tokens written; "
+            f"{tot.get('tokens_dropped', 0):,} tokens dropped (tails below the smallest bucket); mixture "
+            f"{svg.esc((manifest.get('mixture') or {}).get('source', 'natural'))}</p>")
+    return svg.section("Token shards: buckets by domain (tokens)",
+                       svg.hbars("tokens per bucket and domain", rows, domains, stacked=True), note)
+
+
+def _curve(recs: list[dict], key: str) -> tuple[list, list]:
+    recs = [r for r in recs if key in r]
+    return [r["step"] for r in recs], [r[key] for r in recs]
+
+
+def train_section(title: str, d: str) -> str:
+    recs = read_jsonl(storage.join(d, "metrics.jsonl"))
+    if not recs:
+        return ""
+    evals = [r for r in recs if "eval_loss" in r]
+    doms = sorted({k for r in evals for k in r["eval_loss"]})
+    parts = [svg.lines(f"{title}: training loss", {"train loss": _curve(recs, "loss")}, "step", "loss")]
+    if evals:
+        parts.append(svg.lines(f"{title}: eval loss per domain",
+                               {k: ([r["step"] for r in evals], [r["eval_loss"].get(k) for r in evals]) for k in doms},
+                               "step", "held-out loss"))
+        last = evals[-1]["eval_loss"]
+        parts.append(svg.table(["domain", f"eval loss at step {evals[-1]['step']}"], [[k, last[k]] for k in doms]))
+    parts.append(svg.lines(f"{title}: throughput", {"tokens/s": _curve(recs, "tokens_per_s")}, "step", "tokens/s"))
+    steps, mfu = _curve(recs, "mfu")
+    if any(v is not None for v in mfu):
+        parts.append(svg.lines(f"{title}: MFU", {"MFU %": (steps, [None if v is None else 100 * v for v in mfu])},
+                               "step", "MFU (%)"))
+    else:
+        parts.append("<p class=note>MFU not measured (no known accelerator peak, e.g. on CPU).</p>")
+    return svg.section(title, *parts)
+
+
+def doremi_section(d: str) -> str:
+    parts = []
+    files = storage.walk_files(d)
+    rel = {f: f[len(storage.abspath(d)) + 1:] for f in files}
+    weight_files = [f for f in files if re.fullmatch(r"(round-[^/]*/)?weights\.jsonl", rel[f])]
+    for path in weight_files:
+        recs = read_jsonl(path)
+        doms = sorted({k for r in recs for k in r.get("alpha", {})})
+        where = posixpath.dirname(rel[path]) or "."
+        label = "" if where == "." else f" ({where})"
+        parts.append(svg.lines(f"DoReMi domain weights{label}",
+                               {k: _curve([{"step": r["step"], "w": r["alpha"].get(k)} for r in recs], "w") for k in doms},
+                               "proxy step", "domain weight (alpha)"))
+    final = read_json(storage.join(d, "domain_weights.json"))
+    if isinstance(final, dict) and final:
+        parts.append(svg.hbars("DoReMi final domain weights (average over proxy steps)",
+                               [(k, [v]) for k, v in final.items()], ["weight"]))
+    for sub in sorted(f for f in files if rel[f].endswith("metrics.jsonl") and rel[f] != "metrics.jsonl"):
+        parts.append(train_section(f"DoReMi {posixpath.dirname(rel[sub])}", posixpath.dirname(sub)))
+    return svg.section("DoReMi", *parts)
+
+
+def write_report(out_dir: str, train_dir: str | None = None, path: str | None = None) -> str:
+    """Write the run report of ``out_dir`` (default ``out_dir/report.html``); return its path."""
+    stats = read_json(storage.join(out_dir, "stats.json")) or {}
+    try:
+        config = yaml.safe_load(storage.read_text(storage.join(out_dir, "config.yaml"))) or {}
+    except (OSError, yaml.YAMLError):
+        config = {}
+    configs = resolved(config)
+    scan = Scan(out_dir, {c: s.bounds for cls in STAGES.values() for c, s in cls.scores.items()},
+                [c for cls in STAGES.values() for c in cls.counted])
+    shards_dir, manifest = shard_set(out_dir, configs)
+    stages = stats.get("stages", {})
+    samples = sample_rejects(out_dir, {s: st.get("rejected") or {} for s, st in stages.items()})
+    models = find_training(out_dir, config, train_dir)
+    sections = [funnel_section(stats, scan, manifest), rejects_section(stats, samples),
+                scores_section(scan, configs, stats), mix_section(scan)]
+    sections += [cls.report_section(View(stages.get(cls.name) or {}, configs.get(cls.name), scan))
+                 for cls in STAGES.values()]
+    sections.append(shards_section(shards_dir, manifest))
+    if "train" in models:
+        sections.append(train_section("Training", models["train"]))
+    if "doremi" in models:
+        sections.append(doremi_section(models["doremi"]))
+    path = path or storage.join(out_dir, "report.html")
+    storage.write_bytes(path, svg.page("datacurate report", "datacurate run report", storage.abspath(out_dir),
+                                       "".join(sections)))
+    return path

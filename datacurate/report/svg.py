@@ -1,0 +1,185 @@
+"""The report's drawing: inline SVG figures and HTML tables, with no plotting library and
+no script, so the page opens offline, weighs tens of kilobytes, and its labels are text a
+browser can search and a test can read. Every string from the data (document text,
+domain names) goes through one escape, :func:`esc`."""
+
+from __future__ import annotations
+
+import html
+import math
+
+import numpy as np
+
+KEPT, REJECTED = "#4c78a8", "#e45756"
+PALETTE = ["#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2", "#b279a2", "#eeca3b", "#9d755d", "#ff9da6",
+           "#bab0ac"]
+
+
+def esc(value) -> str:
+    """The one escape for data in the page: text and attribute values alike."""
+    return html.escape(str(value), quote=True)
+
+
+def _num(v: float) -> str:
+    if isinstance(v, (int, np.integer)) or float(v).is_integer() and abs(v) >= 1:
+        return f"{int(v):,}"
+    return f"{v:.3g}"
+
+
+def _ticks(lo: float, hi: float, n: int = 5) -> list[float]:
+    if hi <= lo:
+        hi = lo + 1.0
+    step = 10 ** math.floor(math.log10((hi - lo) / n))
+    for m in (1, 2, 5, 10):
+        if (hi - lo) / (step * m) <= n:
+            step *= m
+            break
+    first = math.ceil(lo / step) * step
+    return [first + i * step for i in range(int((hi - first) / step + 1e-9) + 1)]
+
+
+def _svg(w: int, h: int, body: str, title: str) -> str:
+    return (f'<figure><figcaption>{esc(title)}</figcaption><svg xmlns="http://www.w3.org/2000/svg" class="fig" '
+            f'width="{w}" height="{h}" viewBox="0 0 {w} {h}" role="img"><title>{esc(title)}</title>{body}</svg></figure>')
+
+
+def _legend(names: list[str], colors: list[str], x: int, y: int) -> str:
+    out = []
+    for i, (name, c) in enumerate(zip(names, colors)):
+        out.append(f'<rect x="{x}" y="{y + 16 * i}" width="10" height="10" fill="{c}"/>'
+                   f'<text x="{x + 14}" y="{y + 16 * i + 9}">{esc(name)}</text>')
+    return "".join(out)
+
+
+def hbars(title: str, rows: list[tuple[str, list[float]]], series: list[str], stacked: bool = False,
+          pct: bool = False, colors: list[str] | None = None) -> str:
+    """Horizontal bars, one row per label: grouped (one bar per series) or stacked."""
+    colors = colors or PALETTE
+    label_w, bar_w, bar_h = 230, 380, 12
+    per_row = bar_h if stacked else bar_h * len(series)
+    top = 8 + (16 * len(series) if len(series) > 1 else 0)
+    h = top + len(rows) * (per_row + 8) + 8
+    vmax = max([sum(v) if stacked else max(v, default=0) for _, v in rows] + [1e-12])
+    body = [_legend(series, colors, label_w, 4) if len(series) > 1 else ""]
+    for r, (label, vals) in enumerate(rows):
+        y = top + r * (per_row + 8)
+        body.append(f'<text x="{label_w - 6}" y="{y + per_row / 2 + 4}" text-anchor="end">{esc(label)}</text>')
+        x = label_w
+        for s, v in enumerate(vals):
+            w = bar_w * v / vmax
+            by = y if stacked else y + s * bar_h
+            body.append(f'<rect x="{x:.1f}" y="{by}" width="{w:.1f}" height="{bar_h - 1}" fill="{colors[s % len(colors)]}">'
+                        f'<title>{esc(label)} / {esc(series[s])}: {_num(v)}{"%" if pct else ""}</title></rect>')
+            if not stacked:
+                body.append(f'<text x="{x + w + 4:.1f}" y="{by + bar_h - 2}" class="v">'
+                            f'{_num(v)}{"%" if pct else ""}</text>')
+            else:
+                x += w
+        if stacked:
+            body.append(f'<text x="{x + 4:.1f}" y="{y + bar_h - 2}" class="v">{_num(sum(vals))}</text>')
+    return _svg(label_w + bar_w + 90, h, "".join(body), title)
+
+
+def histogram(title: str, edges: np.ndarray, counts: dict[str, np.ndarray], threshold: float | None = None,
+              note: str = "", log_y: bool = False) -> str:
+    """Stacked vertical bars over ``edges`` (kept below rejected), a dashed threshold line."""
+    w, h, left, bottom, top = 620, 240, 56, 40, 24
+    pw, ph = w - left - 16, h - top - bottom
+    total = sum(counts.values())
+    tr = (lambda c: math.log10(1 + c)) if log_y else (lambda c: c)
+    vmax = max(tr(total.max()), 1e-12)
+    lo, hi = float(edges[0]), float(edges[-1])
+    sx = lambda v: left + pw * (v - lo) / (hi - lo)  # noqa: E731
+    body = [f'<line x1="{left}" y1="{top + ph}" x2="{left + pw}" y2="{top + ph}" class="ax"/>']
+    for t in _ticks(lo, hi, 6):
+        body.append(f'<text x="{sx(t):.1f}" y="{top + ph + 14}" text-anchor="middle">{_num(round(t, 6))}</text>')
+    body.append(f'<text x="4" y="{top - 8}">documents{" (log scale)" if log_y else ""}; max bin {_num(total.max())}'
+                f'</text>')
+    for i in range(len(edges) - 1):
+        x0, x1, base = sx(edges[i]), sx(edges[i + 1]), 0
+        for k, (name, c) in enumerate(counts.items()):
+            if not c[i]:
+                continue
+            y0 = top + ph - ph * tr(base + c[i]) / vmax
+            y1 = top + ph - ph * tr(base) / vmax
+            body.append(f'<rect x="{x0:.1f}" y="{y0:.1f}" width="{max(x1 - x0 - 1, 0.5):.1f}" height="{y1 - y0:.1f}" '
+                        f'fill="{(KEPT, REJECTED)[k % 2]}"><title>{esc(name)} {edges[i]:.3g}..{edges[i + 1]:.3g}: '
+                        f'{c[i]:,}</title></rect>')
+            base += c[i]
+    if threshold is not None and lo <= threshold <= hi:
+        x = sx(threshold)
+        body.append(f'<line x1="{x:.1f}" y1="{top - 4}" x2="{x:.1f}" y2="{top + ph}" class="thr"/>'
+                    f'<text x="{x + 4:.1f}" y="{top + 8}" class="thrlabel">{esc(note)} {threshold:g}</text>')
+    body.append(_legend(list(counts), [KEPT, REJECTED], w - 90, 4))
+    return _svg(w, h, "".join(body), title)
+
+
+def lines(title: str, series: dict[str, tuple[list, list]], xlabel: str, ylabel: str) -> str:
+    """Line chart: {name: (xs, ys)}; None values are gaps."""
+    w, h, left, bottom, top = 620, 260, 56, 40, 24
+    pw, ph = w - left - 120, h - top - bottom
+    pts = [(x, y) for xs, ys in series.values() for x, y in zip(xs, ys) if y is not None]
+    if not pts:
+        return ""
+    xlo, xhi = min(p[0] for p in pts), max(p[0] for p in pts)
+    ylo, yhi = min(p[1] for p in pts), max(p[1] for p in pts)
+    xhi, yhi = (xhi if xhi > xlo else xlo + 1), (yhi if yhi > ylo else ylo + 1)
+    sx = lambda v: left + pw * (v - xlo) / (xhi - xlo)  # noqa: E731
+    sy = lambda v: top + ph - ph * (v - ylo) / (yhi - ylo)  # noqa: E731
+    body = [f'<line x1="{left}" y1="{top + ph}" x2="{left + pw}" y2="{top + ph}" class="ax"/>'
+            f'<line x1="{left}" y1="{top}" x2="{left}" y2="{top + ph}" class="ax"/>',
+            f'<text x="{left + pw / 2}" y="{h - 6}" text-anchor="middle">{esc(xlabel)}</text>'
+            f'<text x="4" y="{top - 8}">{esc(ylabel)}</text>']
+    for t in _ticks(xlo, xhi, 6):
+        body.append(f'<text x="{sx(t):.1f}" y="{top + ph + 14}" text-anchor="middle">{_num(t)}</text>')
+    for t in _ticks(ylo, yhi, 5):
+        body.append(f'<text x="{left - 4}" y="{sy(t) + 4:.1f}" text-anchor="end">{_num(round(t, 6))}</text>'
+                    f'<line x1="{left}" y1="{sy(t):.1f}" x2="{left + pw}" y2="{sy(t):.1f}" class="grid"/>')
+    colors = [PALETTE[i % len(PALETTE)] for i in range(len(series))]
+    for (name, (xs, ys)), c in zip(series.items(), colors):
+        seg: list[str] = []
+        segs = [seg]
+        for x, y in zip(xs, ys):
+            if y is None:
+                seg = []
+                segs.append(seg)
+            else:
+                seg.append(f"{sx(x):.1f},{sy(y):.1f}")
+        for s in segs:
+            if len(s) == 1:
+                x, y = s[0].split(",")
+                body.append(f'<circle cx="{x}" cy="{y}" r="2.5" fill="{c}"/>')
+            elif s:
+                body.append(f'<polyline points="{" ".join(s)}" fill="none" stroke="{c}" stroke-width="1.5">'
+                            f'<title>{esc(name)}</title></polyline>')
+    body.append(_legend(list(series), colors, left + pw + 10, top))
+    return _svg(w, h, "".join(body), title)
+
+
+def table(header: list[str], rows: list[list]) -> str:
+    head = "".join(f"<th>{esc(h)}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td>{esc(_num(c) if isinstance(c, (int, float)) else c)}</td>" for c in r)
+                   + "</tr>" for r in rows)
+    return f"<table><tr>{head}</tr>{body}</table>"
+
+
+def section(title: str, *parts: str) -> str:
+    inner = "".join(p for p in parts if p)
+    return f'<section><h2>{esc(title)}</h2>{inner}</section>' if inner else ""
+
+
+def page(title: str, heading: str, where: str, body: str) -> bytes:
+    """The whole page: no script, nothing fetched."""
+    return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{esc(title)}: {esc(where)}</title>'
+            f'<style>{CSS}</style></head><body><h1>{esc(heading)}</h1><p class=note>{esc(where)}</p>'
+            + body + "</body></html>").encode("utf-8", errors="replace")
+
+
+CSS = """body{font:14px/1.4 system-ui,sans-serif;margin:24px auto;max-width:1000px;color:#222;background:#fff}
+h1{font-size:22px}h2{font-size:18px;border-bottom:1px solid #ddd;padding-bottom:4px;margin-top:32px}
+h3{font-size:15px;margin:16px 0 4px}svg.fig{display:block;margin:8px 0}svg text{font:11px sans-serif;fill:#333}
+svg text.v{fill:#555}.ax{stroke:#888}.grid{stroke:#eee}.thr{stroke:#111;stroke-dasharray:4 3}
+figure{margin:12px 0}figcaption{font-weight:600;font-size:13px}
+table{border-collapse:collapse;margin:8px 0}td,th{border:1px solid #ddd;padding:2px 8px;text-align:left}
+.doc{white-space:pre-wrap;unicode-bidi:isolate;font:12px monospace;background:#f6f6f6;padding:4px;margin:2px 0 8px}
+.id{font-family:monospace;color:#555}.reason{color:#b22}.note{color:#555;font-size:13px}summary{cursor:pointer}"""
