@@ -73,7 +73,7 @@ class Pipeline:
         for stage in self.stages:
             table, st = apply_stage(stage, table)
             if stats is not None:
-                stats[stage.stats_key(stage.config)] = st
+                stats[stage.stats_key(stage.config)] = st.to_dict()
         return table
 
 
