@@ -47,7 +47,7 @@ def guarded(fn, /, *args, **kwargs):
     """``fn(*args, **kwargs)`` in a worker, its operational errors raised as :class:`Explained`
     (also those of the batches it yields, when it is a generator). ``fn`` is positional-only:
     the work it wraps may take a keyword named ``fn`` (the per-file tasks of
-    :meth:`datacurate.engine.context.Context.map_files` do)."""
+    :meth:`datacurate.phases.context.Context.map_files` do)."""
     try:
         out = fn(*args, **kwargs)
     except OSError as e:

@@ -17,7 +17,7 @@ import orjson
 import pytest
 import yaml
 
-from datacurate.engine import faults
+from datacurate.phases import faults
 from tests.cli_run import clean_env as _env, cmd as _cmd, run as _run
 from tests.outputs import assert_same
 

@@ -33,7 +33,7 @@ from typing import Callable, Optional
 from datacurate import storage
 from datacurate.ablation_config import AblationConfig, arm_pipeline, arm_train_config, config_sha256
 from datacurate.config import ConfigError, dump_config, to_dict
-from datacurate.engine import faults
+from datacurate.phases import faults
 from datacurate.engine.launch import launch_train, quiet
 from datacurate.intervals import excludes_zero, paired_difference, t_interval
 

@@ -15,8 +15,8 @@ from typing import Callable
 
 from datacurate import errors, storage
 from datacurate.config import ConfigError, PipelineConfig, check_order, dump_config, to_dict
-from datacurate.engine import faults
-from datacurate.engine.journal import Journal
+from datacurate.phases import faults
+from datacurate.phases.journal import Journal
 from datacurate.engine.launch import launch_doremi, launch_train, quiet
 from datacurate.engine.progress import Progress
 from datacurate.engine.process import build_stages, reserved_columns
@@ -269,8 +269,8 @@ def _read_stats(out: str) -> dict | None:
 def _curate(cfg: PipelineConfig, tasks, journal: Journal, staging: str, show: bool, log, resumed: bool,
             default_log: bool = True) -> dict:
     """Every segment's map tasks and every global stage, into ``staging``; the report."""
-    from datacurate.engine.context import StagedOutputs
-    from datacurate.engine.local import LocalContext, input_docs, run_global
+    from datacurate.phases.context import StagedOutputs
+    from datacurate.phases.local import LocalContext, input_docs, run_global
     from datacurate.engine.process import segments_of, work_dir
     from datacurate.engine.ray import cluster, segments as ray_segments
     from datacurate.engine.ray.context import RayContext

@@ -165,7 +165,7 @@ class GlobalStage(Stage):
 
     def run_global(self, ctx) -> dict:
         """All phases over the whole corpus through the engine's primitives (``ctx``: a
-        :class:`datacurate.engine.context.Context`): write one decisions table per part
+        :class:`datacurate.phases.context.Context`): write one decisions table per part
         file (``ctx.decisions_path``); return the stage's metrics for stats.json."""
         raise NotImplementedError
 
@@ -173,7 +173,7 @@ class GlobalStage(Stage):
         """:meth:`run_global` over ``table`` alone, in this process: the table annotated (as
         ``stage(table)``), and the metrics. ``out``: where the stage writes what a run
         writes under OUT (by default a temporary directory, dropped)."""
-        from datacurate.engine.local import run_table  # the engine's in-process context runs the phases
+        from datacurate.phases.local import run_table  # the engine's in-process context runs the phases
 
         if isinstance(table, dict):
             table = pa.table(table)

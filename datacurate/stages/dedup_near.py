@@ -454,7 +454,7 @@ def _phase_write(group: pa.Table, out_dir: str, compression: str) -> pa.Table:
 
 def run_distributed(c: NearDedupConfig, ctx) -> dict:
     """The phases above through the engine's primitives (``ctx``, see
-    :mod:`datacurate.engine.context`); decisions per part file; returns the metrics."""
+    :mod:`datacurate.phases.context`); decisions per part file; returns the metrics."""
     import posixpath
 
     from datacurate import storage

@@ -460,7 +460,7 @@ def _merged(dicts) -> dict:
 
 def run_distributed(c: DsirConfig, ctx) -> dict:
     """The four phases through the engine's primitives (``ctx``, see
-    :mod:`datacurate.engine.context`); returns the metrics."""
+    :mod:`datacurate.phases.context`); returns the metrics."""
     import json
 
     if not ctx.files:

@@ -1,4 +1,4 @@
-"""``RayContext``: the :class:`datacurate.engine.context.Context` of a global stage run on
+"""``RayContext``: the :class:`datacurate.phases.context.Context` of a global stage run on
 Ray: per-file tasks and reads as Ray Data tasks, groupbys / joins / sorts as
 :class:`datacurate.engine.ray.data.Data`, stateful workers as Ray actors."""
 
@@ -13,9 +13,9 @@ import pyarrow as pa
 import ray
 
 from datacurate import storage
-from datacurate.engine import faults
-from datacurate.engine.context import Context
-from datacurate.engine.journal import Journal
+from datacurate.phases import faults
+from datacurate.phases.context import Context
+from datacurate.phases.journal import Journal
 from datacurate.engine.memory import give_back
 from datacurate.engine.ray.data import ActorRef, Data, map_items, shuffle_blocks
 from datacurate.schema import WPART

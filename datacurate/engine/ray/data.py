@@ -18,8 +18,8 @@ import ray
 import ray.data
 
 from datacurate import errors, storage
-from datacurate.engine import faults
-from datacurate.engine.context import JP, SIDE, join_group
+from datacurate.phases import faults
+from datacurate.phases.context import JP, SIDE, join_group
 from datacurate.engine.memory import give_back
 
 

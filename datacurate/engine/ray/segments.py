@@ -18,7 +18,7 @@ from typing import Callable, Iterator
 import pyarrow as pa
 
 from datacurate.config import PipelineConfig
-from datacurate.engine import faults
+from datacurate.phases import faults
 from datacurate.engine.memory import give_back
 from datacurate.engine.process import build_stages, curate_task, curate_work_file, output_schema, segments_of
 from datacurate.engine.ray.data import map_items

@@ -7,13 +7,13 @@ blocks), runs per-file tasks (:meth:`Context.map_files`, journaled for ``--resum
 groupbys / joins / sorts on what it read, and stateful workers (``ctx.actors``); it
 writes one decisions table per part file (:meth:`Context.decisions_path`) and returns
 its metrics. Every function a stage hands to these primitives is plain code on pyarrow
-Tables; every task passes a fault point (:mod:`datacurate.engine.faults`) named
+Tables; every task passes a fault point (:mod:`datacurate.phases.faults`) named
 ``<stage>:<phase>`` when it is done.
 
 :class:`Context` holds what does not depend on where the work runs; two siblings run
 the primitives (``read``, ``_run_items``, ``actors``, ``release``): ``RayContext``
 (:mod:`datacurate.engine.ray.context`, Ray Data and actors) and ``LocalContext``
-(:mod:`datacurate.engine.local`, this process: the small-input path and ``stage(table)``).
+(:mod:`datacurate.phases.local`, this process: the small-input path and ``stage(table)``).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from datacurate import storage
-from datacurate.engine.journal import Journal
+from datacurate.phases.journal import Journal
 
 
 class Context:

@@ -21,9 +21,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from datacurate import storage
-from datacurate.engine import faults
-from datacurate.engine.context import SIDE, Context, DirectOutputs, join_group
-from datacurate.engine.journal import Journal
+from datacurate.phases import faults
+from datacurate.phases.context import SIDE, Context, DirectOutputs, join_group
+from datacurate.phases.journal import Journal
 from datacurate.schema import ID, ORD, REJECT_REASON, WPART
 
 
