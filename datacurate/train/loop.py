@@ -11,7 +11,7 @@ batch -> forward -> loss (plain mean, or RHO-1's selected tokens) -> backward ->
 * The batch of step ``s`` is a pure function of (seed, s) (:class:`StepSampler`), so a
   resumed run, or one with another worker count, sees the same data.
 * Data-parallel: when ``torch.distributed`` is initialised (Ray Train sets it up, see
-  :mod:`datacurate.engine.train_ray`) the model is wrapped in DDP, each rank trains on
+  :mod:`datacurate.engine.ray.train`) the model is wrapped in DDP, each rank trains on
   its slice of the global batch and rank 0 writes every output. This loop never imports Ray.
 * The loss is an :class:`~datacurate.train.objective.Objective` (plain, RHO-1 or DoReMi's
   Group DRO), :func:`make_objective`'s pick; ``s3://`` shards and outputs are handled around
