@@ -18,7 +18,8 @@ import yaml
 from datacurate import megatron
 from datacurate.cli import main
 from datacurate.config import load_config
-from datacurate.phases import faults, run_pipeline
+from datacurate.engine import run_pipeline
+from datacurate.phases import faults
 from tests.conftest import REPO
 from tests.outputs import tree_digest
 
