@@ -26,8 +26,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from datacurate.text.chunks import CHUNK_BYTES, cut_runs
-from datacurate.text.minhash import code_points, utf8_buffer
+from datacurate.text.chunks import CHUNK_BYTES, code_points, cut_runs, utf8_buffer
 
 
 class RegexClass:
@@ -58,15 +57,9 @@ class RegexClass:
 
 def _members(raw: np.ndarray, cls: RegexClass) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(mask of the bytes that start a ``cls`` character, and the first byte, byte length
-    and membership of every multi-byte character): ASCII bytes by value, the others decoded."""
-    if cls._ascii is None:
-        cls._ascii = np.zeros(256, dtype=bool)
-        cls._ascii[:128] = cls.of(np.arange(128))
-    member = cls._ascii[raw]
-    lead, size, cp = code_points(raw)
-    multi = cls.of(cp) if len(lead) else np.zeros(0, dtype=bool)
-    member[lead] = multi
-    return member, lead, size, multi
+    and membership of every multi-byte character)."""
+    (member,), lead, size = _starts(raw, [cls])
+    return member, lead, size, member[lead]
 
 
 def _by_runs(t: pa.Array | pa.ChunkedArray, run: Callable) -> pa.LargeStringArray:
@@ -115,7 +108,7 @@ def _starts(raw: np.ndarray, classes: list[RegexClass]) -> tuple[list[np.ndarray
         if cls._ascii is None:
             cls._ascii = np.zeros(256, dtype=bool)
             cls._ascii[:128] = cls.of(np.arange(128))
-        m = cls._ascii[raw]
+        m = cls._ascii[raw]  # ASCII bytes by value, the others decoded
         if len(lead):
             m[lead] = cls.of(cp)
         masks.append(m)

@@ -20,7 +20,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from datacurate.text.minhash import code_points, span_hashes, spans_by_runs, utf8_buffer
+from datacurate.text.chunks import code_points, utf8_buffer
+from datacurate.text.minhash import span_hashes, spans_by_runs
 from datacurate.text.textstats import mix
 
 SPACE, WORD, PUNCT = 0, 1, 2
