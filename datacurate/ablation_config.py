@@ -36,7 +36,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal, Optional
 
-from datacurate.coerce import ConfigError, coerce, from_dict, opt, parse_override, read_yaml, set_key
+from datacurate.coerce import ConfigError, from_dict, opt, parse_override, read_yaml, set_key
 from datacurate.config import PipelineConfig, RayConfig, load_config, pipeline_override, pipeline_train_config, to_dict
 from datacurate.train_config import ModelConfig
 
@@ -211,6 +211,3 @@ def config_sha256(cfg: AblationConfig) -> str:
         d.pop(k, None)
     return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()
 
-
-__all__ = ["AblationConfig", "ArmConfig", "BudgetConfig", "EvalConfig", "load_ablation_config", "arm_pipeline",
-           "arm_train_config", "config_sha256", "coerce"]

@@ -357,7 +357,7 @@ class _Batcher:
     per other field seen in the batch (first-seen order; :func:`fields.jsonl_column`)."""
 
     def __init__(self, task: ReadTask, rows: int, cfg: InputConfig | None = None):
-        self.task, self.rows, self.n_batches, self.row_in_task = task, rows, 0, 0
+        self.task, self.rows, self.row_in_task = task, rows, 0
         self.keep = task.taken is not None and cfg is not None
         if self.keep:
             self.own, self.rename = {cfg.text_field, cfg.id_field, cfg.domain_field}, cfg.rename
@@ -403,7 +403,6 @@ class _Batcher:
             REJECT_REASON: pa.array(self.reasons, pa.string()),
             ORD: pa.array(range(first, first + n), pa.int64()),
         })
-        self.n_batches += 1
         self.row_in_task += n
         self._reset()
         return table

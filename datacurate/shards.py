@@ -50,14 +50,8 @@ def bucket_dir(seq_len: int) -> str:
     return f"len{seq_len}"
 
 
-def _atomic(path: str):
-    """A binary file handle whose bytes appear under ``path`` (local or ``s3://``) only
-    once the block completes (:func:`datacurate.storage.atomic_file`)."""
-    return storage.atomic_file(path)
-
-
 def _write_bytes(path: str, data: bytes | np.ndarray) -> None:
-    with _atomic(path) as f:
+    with storage.atomic_file(path) as f:  # appears whole under ``path`` (local or s3://) or not at all
         if isinstance(data, np.ndarray):
             np.ascontiguousarray(data).tofile(f)
         else:
@@ -152,7 +146,7 @@ def _compact_bucket(root: str, seq_len: int, pieces: list[dict], target_bytes: i
         entry = {"seq_len": seq_len, "tokens": rel + ".tokens.bin", "domains": rel + ".domains.bin", "n": b - a}
         for key, w in widths.items():
             digest = xxhash.xxh3_128()
-            with _atomic(storage.join(root, entry[key])) as dst:
+            with storage.atomic_file(storage.join(root, entry[key])) as dst:
                 for j in range(np.searchsorted(starts, a, "right") - 1, np.searchsorted(starts, b, "left")):
                     lo, hi = max(a, starts[j]), min(b, starts[j + 1])
                     with storage.open_input(storage.join(root, pieces[j][key])) as src:

@@ -144,12 +144,10 @@ class Blocklist:
     """Listed domains and URLs -> category, in normalised form."""
 
     def __init__(self, paths: list[str], categories: list[str] | None = None):
-        self.categories: list[str] = []
         self.domains: dict[str, int] = {}
         self.urls: dict[str, int] = {}
         files = [(c, f) for c, f in list_files(paths) if categories is None or c in categories]
-        for cat in sorted({c for c, _ in files}):
-            self.categories.append(cat)
+        self.categories: list[str] = sorted({c for c, _ in files})
         index = {c: i for i, c in enumerate(self.categories)}
         for cat, f in sorted(files, key=lambda cf: (cf[0], str(cf[1]))):
             entries = _entries(f)
@@ -171,16 +169,15 @@ class Blocklist:
         if not self.domains and not self.urls:
             what = f" of categories {categories}" if categories is not None else ""
             raise ConfigError(f"url_filter: no domain or URL{what} in blocklist {', '.join(paths)}")
-        self.url_hosts = {u.split("/", 1)[0].split("?", 1)[0] for u in self.urls}
         lengths: dict[str, set[int]] = {}
         for u in self.urls:
             lengths.setdefault(u.split("/", 1)[0].split("?", 1)[0], set()).add(len(u))
-        self.url_lengths = {h: sorted(ls) for h, ls in lengths.items()}  # the entries' lengths, per host
+        self.url_lengths = {h: sorted(ls) for h, ls in lengths.items()}  # the URL entries' lengths, per host
 
     def lookup(self, host: str, rest: str) -> int:
         """Category index of a normalised host and its path + query, -1 when not listed."""
         c = self.domain(host)
-        return c if c >= 0 or host not in self.url_hosts else self.url(host, rest)
+        return c if c >= 0 or host not in self.url_lengths else self.url(host, rest)
 
     def domain(self, host: str) -> int:
         """Category of the listed domain ``host`` equals or is a subdomain of; -1 when none."""
@@ -244,7 +241,7 @@ class UrlFilter(Stage):
         rows_host = np.asarray(pc.fill_null(enc.indices, len(norm)))
         cat = per_host[rows_host]
         if bl.urls:
-            url_host = np.array([h in bl.url_hosts for h in norm] + [False])
+            url_host = np.array([h in bl.url_lengths for h in norm] + [False])
             rows = np.flatnonzero(url_host[rows_host] & (cat < 0))
             rests = rest.take(pa.array(rows)).to_pylist()
             cat[rows] = [bl.url(norm[rows_host[i]], r) for i, r in zip(rows, rests)]
