@@ -246,10 +246,7 @@ def cmd_eval(args) -> int:
 
     ds = ShardDataset(args.shards)
     device = pick_device(args.device)
-    model, state = checkpoint.load_model(args.checkpoint, device, ds.tokenizer["sha256"])
-    if max(ds.seq_lens, default=0) > model.shape.max_seq_len:
-        raise checkpoint.CheckpointError(f"{args.checkpoint}: max_seq_len {model.shape.max_seq_len} is shorter than "
-                                         f"the longest bucket ({max(ds.seq_lens)})")
+    model, state = checkpoint.load_model(args.checkpoint, device, ds.tokenizer["sha256"], max(ds.seq_lens, default=0))
     res = {"checkpoint": checkpoint.resolve(args.checkpoint), "step": state["step"], "shards": args.shards,
            "eval_loss": eval_loss(model, ds, {}, device)}
     for k, v in res["eval_loss"].items():

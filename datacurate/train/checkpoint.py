@@ -135,9 +135,12 @@ def read_state(path: str) -> dict:
         return json.load(f)
 
 
-def load_model(path: str, device: str = "cpu", tokenizer_sha256: Optional[str] = None) -> tuple[GPT, dict]:
-    """(model in eval mode, state) of checkpoint ``path``; refuses another tokenizer's."""
-    path = resolve(path)
+def load_model(path: str, device: str = "cpu", tokenizer_sha256: Optional[str] = None, longest: int = 0,
+               name: Optional[str] = None) -> tuple[GPT, dict]:
+    """(model in eval mode, state) of checkpoint ``path``; refuses another tokenizer's, and one
+    whose max_seq_len is shorter than ``longest`` (the shards' longest bucket; ``name``: the
+    checkpoint as that error names it, default ``path``)."""
+    given, path = path, resolve(path)
     state = read_state(path)
     if tokenizer_sha256 and state.get("tokenizer_sha256") != tokenizer_sha256:
         raise CheckpointError(f"{path}: trained with tokenizer {str(state.get('tokenizer_sha256'))[:12]}…, the shards "
@@ -147,6 +150,9 @@ def load_model(path: str, device: str = "cpu", tokenizer_sha256: Optional[str] =
         model.load_state_dict(torch.load(os.path.join(path, "model.pt"), map_location="cpu", weights_only=True))
     except (RuntimeError, EOFError, OSError) as e:
         raise CheckpointError(f"{path}: model.pt does not load ({str(e).splitlines()[0]})") from None
+    if longest > model.shape.max_seq_len:
+        raise CheckpointError(f"{name or given}: max_seq_len {model.shape.max_seq_len} is shorter than the longest "
+                              f"bucket ({longest})")
     return model.to(device).eval(), state
 
 

@@ -70,10 +70,7 @@ class Reference:
         elif sidecar == "require":
             raise ShardError(f"{ds.path}: no reference-loss sidecar (run datacurate score-tokens first)")
         if not self.from_sidecar:
-            self.model, _ = checkpoint.load_model(self.ckpt, device, tok)
-            if self.model.shape.max_seq_len < max(ds.seq_lens):
-                raise checkpoint.CheckpointError(f"reference {path}: max_seq_len {self.model.shape.max_seq_len} is "
-                                                 f"shorter than the longest bucket ({max(ds.seq_lens)})")
+            self.model, _ = checkpoint.load_model(self.ckpt, device, tok, max(ds.seq_lens), f"reference {path}")
             for p in self.model.parameters():
                 p.requires_grad_(False)
             if compile:  # as the trained model: one graph per bucket length
@@ -108,11 +105,8 @@ def score_tokens(ckpt_path: str, shard_dir: str, device: str = "cpu", tokens_per
     """Write the reference-loss sidecar of every token file of ``shard_dir``; return the
     manifest entry."""
     ds = ShardDataset(shard_dir)
-    model, state = checkpoint.load_model(ckpt_path, device, ds.tokenizer["sha256"])
+    model, state = checkpoint.load_model(ckpt_path, device, ds.tokenizer["sha256"], max(ds.seq_lens, default=0))
     autocast = (lambda: torch.autocast("cuda", dtype=torch.bfloat16)) if device == "cuda" else contextlib.nullcontext
-    if max(ds.seq_lens, default=0) > model.shape.max_seq_len:
-        raise checkpoint.CheckpointError(f"{ckpt_path}: max_seq_len {model.shape.max_seq_len} is shorter than the "
-                                         f"longest bucket ({max(ds.seq_lens)})")
     files, n_tokens = {}, 0
     for b in ds.manifest["buckets"].values():
         L = int(b["seq_len"])
