@@ -457,19 +457,17 @@ def _say(line: str, debug: bool, log: bool = True) -> None:
     import time
     import traceback
 
-    text = traceback.format_exc()
-    if debug or not log:
-        if debug:
-            print(text, file=sys.stderr, end="")
-        print(f"datacurate: error: {line}", file=sys.stderr, flush=True)
-        return
-    log = os.path.join(tempfile.gettempdir(), f"datacurate-error-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log")
-    try:
-        with open(log, "w") as f:
-            f.write(text)
-        where = f" (traceback: {log})"
-    except OSError:
-        where = " (traceback: run again with --debug)"
+    text, where = traceback.format_exc(), ""
+    if debug:
+        print(text, file=sys.stderr, end="")
+    elif log:
+        path = os.path.join(tempfile.gettempdir(), f"datacurate-error-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log")
+        try:
+            with open(path, "w") as f:
+                f.write(text)
+            where = f" (traceback: {path})"
+        except OSError:
+            where = " (traceback: run again with --debug)"
     print(f"datacurate: error: {line}{where}", file=sys.stderr, flush=True)
 
 
