@@ -140,10 +140,6 @@ def load_ablation_config(source: str | dict, overrides: list[str] | None = None)
     return cfg
 
 
-def _entry_name(entry) -> str:
-    return next(iter(entry)) if isinstance(entry, dict) and entry else str(entry)
-
-
 def arm_pipeline(cfg: AblationConfig, name: str) -> PipelineConfig:
     """The arm's curation as a pipeline on the shared input, writing ``OUT/<arm>/curated``
     (its shards there too, wherever its YAML put them); no train: section."""
@@ -159,12 +155,10 @@ def arm_pipeline(cfg: AblationConfig, name: str) -> PipelineConfig:
     raw.pop("train", None)
     if arm.doremi is not None:
         raw["doremi"] = copy.deepcopy(arm.doremi)
-    stages = raw.get("stages") or []
-    for i, entry in enumerate(stages):  # shards go under the arm's own directory
-        if getattr(STAGES.get(_entry_name(entry)), "writes_shards", False) and isinstance(entry, dict):
-            params = dict(entry[_entry_name(entry)] or {})
-            params.pop("output", None)
-            stages[i] = {_entry_name(entry): params}
+    for i, entry in enumerate(raw.get("stages") or []):  # shards go under the arm's own directory
+        stage = next(iter(entry), None) if isinstance(entry, dict) else None
+        if getattr(STAGES.get(stage), "writes_shards", False):
+            raw["stages"][i] = {stage: {k: v for k, v in dict(entry[stage] or {}).items() if k != "output"}}
     raw.update(input=copy.deepcopy(cfg.input), output={"path": os.path.join(cfg.arm_dir(name), "curated")},
                ray=to_dict(cfg.ray))
     try:

@@ -106,9 +106,7 @@ def fetch_checkpoint(url: str, cache_dir: str | None = None) -> str:
 
 def write_json(path: str, data) -> None:
     """``data`` as JSON at ``path``, written whole (a temporary file renamed over it)."""
-    with open(path + ".tmp", "w") as f:
-        json.dump(data, f, indent=2)
-    os.replace(path + ".tmp", path)
+    storage.write_text(path, json.dumps(data, indent=2))
 
 
 def truncate_jsonl(path: str, step: int) -> None:
@@ -125,9 +123,7 @@ def truncate_jsonl(path: str, step: int) -> None:
                 keep.append(ln)
         except (ValueError, KeyError):
             break  # a line cut by the kill
-    with open(path + ".tmp", "w") as f:
-        f.writelines(keep)
-    os.replace(path + ".tmp", path)
+    storage.write_text(path, "".join(keep))
 
 
 def read_state(path: str) -> dict:

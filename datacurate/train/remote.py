@@ -75,10 +75,7 @@ def cache_shards(url: str, cache_dir: str | None = None, max_bytes: int | None =
                 os.remove(target)  # never memory-mapped, and fetched again next time
                 raise ConfigError(f"{src}: checksum {got} is not the manifest's {digests[rel]} (corrupted or "
                                   "overwritten)")
-    tmp = os.path.join(local, f"{MANIFEST}.tmp{os.getpid()}")
-    with open(tmp, "wb") as f:
-        f.write(raw)
-    os.replace(tmp, os.path.join(local, MANIFEST))  # last: a complete local copy
+    storage.write_bytes(os.path.join(local, MANIFEST), raw)  # last: a complete local copy
     os.utime(local)
     return local
 
