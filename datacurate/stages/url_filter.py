@@ -3,28 +3,9 @@
 Blocklists are what web pipelines start with: C4 and RefinedWeb (Penedo et al. 2023)
 drop pages of the adult categories of the Université Toulouse 1 list (UT1, "blacklists",
 about 4 M domains in ~100 categories); datatrove's ``URLFilter``, Dolma and NeMo Curator
-ship the same step. ``blocklist`` takes files and directories:
-
-* the UT1 layout: a folder per category holding ``domains`` and / or ``urls`` files
-  (other files, such as ``usage``, are ignored); a directory of such folders is every
-  category in it;
-* plain lists: any other file is one category named by its stem (``adult.txt`` ->
-  ``adult``); an entry with a ``/`` is a URL entry, any other a domain.
-
-One entry per line; blank lines and ``#`` comments are skipped. A host is normalised
-the same way in the lists and in the documents: lowercased, user info, port and a
-trailing dot dropped, a leading ``www.`` removed, internationalised names converted to
-punycode (IDNA 2008 with UTS 46 mapping through the ``idna`` package, IDNA 2003 from
-the standard library as a fallback), so ``BÜCHER.example`` and ``xn--bcher-kva.example``
-are one host. A URL is blocked when its host equals a listed domain or is a subdomain of
-one (``evil.com`` blocks ``a.evil.com``, never ``notevil.com`` or ``evil.com.example.org``),
-or when a listed URL (host + path, no scheme) equals the URL without its scheme and
-fragment or is a prefix of it ending at a ``/``, ``?`` boundary.
-
-Reasons: ``url_filter/<category>`` (the first category, in sorted order, listing the
-domain or URL); ``url_filter/bad_url`` for a value that is not a string or has no valid
-host; ``url_filter/missing`` for a missing or empty URL with ``missing: reject`` (by
-default such documents pass, as do all when the batch has no ``url_field`` column).
+ship the same step. The list layouts (UT1 folders or plain lists), the one normal form of
+a host (IDNA 2008 with UTS 46 through ``idna``, IDNA 2003 as a fallback), what blocks a
+URL and the reasons are in the README's ``url_filter`` section.
 
 Cost: URLs are parsed for the whole batch by one RE2 regex (Arrow; a second one only for
 the URLs without a scheme); hosts are normalised (Arrow) and looked up (dict probes, one
@@ -78,7 +59,7 @@ class UrlFilterConfig:
 
 
 def normalise_hosts(hosts: pa.Array) -> pa.Array:
-    """The one form of every host (see the module docstring); null where it is not a valid host."""
+    """The one form of every host (see the README); null where it is not a valid host."""
     hosts = pc.replace_substring_regex(pc.utf8_rtrim(pc.utf8_lower(hosts), "."), r"^www\.", "")
     ascii_ = np.asarray(pc.fill_null(pc.string_is_ascii(hosts), True))
     if not ascii_.all():  # internationalised names: punycode, one by one (few)
