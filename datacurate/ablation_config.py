@@ -1,28 +1,11 @@
 """Typed configuration of ``datacurate ablate``: which recipes, which budget, which evals.
 
 The same rules as a pipeline's (:mod:`datacurate.config`): defaults <- YAML <- ``--set
-key=value``; an unknown key is a one-line error with a did-you-mean, before any work.
-
-* ``input``: one raw corpus (a pipeline's ``input:``), the same for every arm.
-* ``output``: OUT; arm ``a`` writes ``OUT/a/curated/`` (its run) and ``OUT/a/seed-<k>/``.
-* ``arms``: ``name -> {stages: [...]}``, ``{pipeline: PATH}`` or ``{base: PATH, set:
-  {key: value}}`` (``--set``-style keys of that pipeline), each with an optional
-  ``train:`` override (e.g. ``{data: {domain_weights: ...}}``) and ``doremi:`` section
-  (a pipeline's ``doremi:``: DoReMi weights from the arm's own shards, which the arm's
-  training then samples by). A pipeline's own ``train:`` section is not used: every arm
-  trains by ``budget`` plus its own override, so the recipes differ in data alone.
-* ``baseline``: the arm the others are compared with (default: the first).
-* ``budget``: ``model`` (the train ``model:`` keys; ``preset`` …), ``tokens`` (training
-  tokens per run: steps = ceil(tokens / data.tokens_per_step), so an arm that keeps less
-  data repeats it), ``seeds`` (runs per arm, seeds 0 … n-1), ``device``, and ``train``
-  (any other train keys, the same for every arm; ``data.eval_fraction`` defaults to 0
-  here: the evaluation is ``eval``, and every kept token is training data).
-* ``eval``: ``text: {NAME: PATH}`` (held-out text: ``.txt`` / ``.md`` one document, or
-  JSONL / Parquet records), ``tasks: {NAME: PATH}`` (multiple-choice JSONL), ``tokenizer``
-  (``null``: the shipped sample tokenizer, one for all arms; a path: that one; ``arm``:
-  each arm's own, whose losses do not compare across tokenizers) and ``seq_len``.
-* ``jobs``: how many units (an arm's curation, a seed's training) run at once as Ray tasks;
-  null: one after another on this machine, on a cluster (``ray.address``) as many as it holds.
+key=value``; an unknown key is a one-line error with a did-you-mean, before any work. The
+keys (``input``, ``output``, ``arms``, ``baseline``, ``budget``, ``eval``, ``jobs``) are
+the README's "Ablations" section. Arm ``a`` writes ``OUT/a/curated/`` (its run) and
+``OUT/a/seed-<k>/``; a pipeline's own ``train:`` section is not used: every arm trains by
+``budget`` plus its own override, so the recipes differ in data alone.
 """
 
 from __future__ import annotations

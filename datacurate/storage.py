@@ -2,16 +2,11 @@
 shards, checkpoints) is a local path, ``file://...`` or ``s3://bucket/prefix``, and goes
 through here.
 
-The seam is ``pyarrow.fs``, chosen by measurement against fsspec's ``s3fs`` on the same
-local S3 server (``benchmarks/bench_storage.py``, numbers in ``benchmarks/README.md``): it
-read 1.2-2x faster in every read case (whole objects, streams, ranged reads, a Parquet row
-group 2x, listing 1.4x), and wrote slower (0.55x for 32 MB objects, 0.66x for 64 KB ones).
-A curation run reads every input byte from the bucket, in parallel read tasks, and uploads
-its outputs (a filtered fraction of the input) once, so reads decide; it is also already a dependency (Ray Data reads through it) and reads Parquet row
-groups straight from the object. S3 credentials and region come from the
-environment as the AWS SDKs read them (``AWS_ACCESS_KEY_ID`` / ``AWS_SECRET_ACCESS_KEY``,
-``AWS_PROFILE``, ``AWS_REGION`` …); ``AWS_ENDPOINT_URL_S3`` or ``AWS_ENDPOINT_URL`` points
-at an S3-compatible store (MinIO, Ceph, moto …).
+The seam is ``pyarrow.fs``, chosen by measurement against fsspec's ``s3fs``: it read
+1.2-2x faster in every read case and wrote slower, and a curation run reads every input
+byte but uploads a filtered fraction once, so reads decide (the README's "Why pyarrow.fs,
+not fsspec" has the numbers). Credentials, region and endpoint come from the environment
+as the AWS SDKs read them (README, "Object storage").
 
 Writes are atomic per object: a local file is written under a temporary name and
 renamed; an S3 object is one PUT or one completed multipart upload, which S3 makes
