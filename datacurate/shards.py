@@ -50,12 +50,20 @@ def bucket_dir(seq_len: int) -> str:
     return f"len{seq_len}"
 
 
-def _write_bytes(path: str, data: bytes | np.ndarray) -> None:
+def write_file(path: str, data: bytes | np.ndarray) -> None:
     with storage.atomic_file(path) as f:  # appears whole under ``path`` (local or s3://) or not at all
         if isinstance(data, np.ndarray):
             np.ascontiguousarray(data).tofile(f)
         else:
             f.write(data)
+
+
+def token_array(tokens: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """``tokens`` as little-endian ``dtype``; a ValueError when an id does not fit it."""
+    dt = np.dtype(dtype).newbyteorder("<")
+    if tokens.size and int(tokens.max()) > np.iinfo(dt).max:
+        raise ValueError(f"token id {int(tokens.max())} does not fit {dt.name}")
+    return np.ascontiguousarray(tokens.astype(dt, copy=False))
 
 
 def write_piece(root: str, part: str, tokens: np.ndarray, domains: np.ndarray, dtype: np.dtype) -> dict:
@@ -65,13 +73,10 @@ def write_piece(root: str, part: str, tokens: np.ndarray, domains: np.ndarray, d
     """
     n, seq_len = tokens.shape
     rel = f"{bucket_dir(seq_len)}/part-{part}"
-    dt = np.dtype(dtype).newbyteorder("<")
-    if tokens.size and int(tokens.max()) > np.iinfo(dt).max:
-        raise ValueError(f"token id {int(tokens.max())} does not fit {dt.name}")
-    toks = np.ascontiguousarray(tokens.astype(dt, copy=False))
+    toks = token_array(tokens, dtype)
     doms = np.ascontiguousarray(domains.astype(DOMAIN_DTYPE, copy=False))
-    _write_bytes(storage.join(root, rel + ".tokens.bin"), toks)
-    _write_bytes(storage.join(root, rel + ".domains.bin"), doms)
+    write_file(storage.join(root, rel + ".tokens.bin"), toks)
+    write_file(storage.join(root, rel + ".domains.bin"), doms)
     return {"tokens": rel + ".tokens.bin", "domains": rel + ".domains.bin", "n": int(n),
             "tokens_xxh3": xxhash.xxh3_128(toks.tobytes()).hexdigest(),
             "domains_xxh3": xxhash.xxh3_128(doms.tobytes()).hexdigest()}
@@ -185,7 +190,7 @@ def build_manifest(pieces: list[dict], **fields) -> dict:
 
 
 def write_manifest(root: str, manifest: dict) -> None:
-    _write_bytes(storage.join(root, MANIFEST), json.dumps(manifest, indent=2).encode())
+    write_file(storage.join(root, MANIFEST), json.dumps(manifest, indent=2).encode())
 
 
 def read_manifest(root: str) -> dict:
@@ -199,4 +204,4 @@ def read_manifest(root: str) -> dict:
 
 
 def copy_tokenizer(root: str, tokenizer_path: str) -> None:
-    _write_bytes(storage.join(root, "tokenizer.json"), storage.read_bytes(tokenizer_path))
+    write_file(storage.join(root, "tokenizer.json"), storage.read_bytes(tokenizer_path))

@@ -121,7 +121,7 @@ def score_tokens(ckpt_path: str, shard_dir: str, device: str = "cpu", tokens_per
                 with autocast():  # the precision training's on-the-fly reference runs in
                     out[i:i + step] = model(x[:, :-1], x[:, 1:]).float().cpu().numpy().astype(SIDE_DTYPE)
             rel = f["tokens"].removesuffix(".tokens.bin") + ".refloss.bin"
-            shards._write_bytes(os.path.join(shard_dir, rel), out)
+            shards.write_file(os.path.join(shard_dir, rel), out)
             files[f["tokens"]] = rel
             n_tokens += out.size
     entry = {"checkpoint": os.path.abspath(checkpoint.resolve(ckpt_path)), "weights_sha256": state["weights_sha256"],
