@@ -176,8 +176,6 @@ def arm_train_config(cfg: AblationConfig, name: str, pcfg: PipelineConfig, seed:
         tc = pipeline_train_config(raw, pcfg, "train")
     except ConfigError as e:
         raise ConfigError(f"arms.{name}: {e}") from None
-    if pcfg.doremi is not None and tc.data.domain_weights is None:
-        tc.data.domain_weights = os.path.join(pcfg.doremi.output, "domain_weights.json")
     return tc
 
 

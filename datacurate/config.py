@@ -138,14 +138,13 @@ def load_config(
         cfg.doremi = pipeline_train_config(raw["doremi"], cfg, "doremi")
     if raw.get("train") is not None:
         cfg.train = pipeline_train_config(raw["train"], cfg, "train")
-        if cfg.doremi is not None and cfg.train.data.domain_weights is None:
-            cfg.train.data.domain_weights = os.path.join(cfg.doremi.output, "domain_weights.json")
     return cfg
 
 
 def pipeline_train_config(raw: Any, cfg: PipelineConfig, section: str):
     """The ``train:`` / ``doremi:`` sections: shards default to decompose's output, output to
-    OUT/train / OUT/doremi. In ``doremi:`` the DoReMi keys (proxy_steps, eta, ...) sit beside
+    OUT/train / OUT/doremi, ``train:``'s domain weights to DoReMi's when ``cfg`` has a
+    ``doremi:`` section. In ``doremi:`` the DoReMi keys (proxy_steps, eta, ...) sit beside
     the training keys (model, data, seed, ...)."""
     cls = TrainConfig if section == "train" else DoremiRunConfig
     if section == "doremi" and isinstance(raw, dict):
@@ -160,6 +159,8 @@ def pipeline_train_config(raw: Any, cfg: PipelineConfig, section: str):
         tc.shards = dec.config.output or os.path.join(cfg.output.path, "shards")
     if tc.output is None:
         tc.output = os.path.join(cfg.output.path, section)
+    if section == "train" and cfg.doremi is not None and tc.data.domain_weights is None:
+        tc.data.domain_weights = os.path.join(cfg.doremi.output, "domain_weights.json")
     return tc
 
 

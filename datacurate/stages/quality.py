@@ -98,8 +98,7 @@ class Quality(Stage):
         self.scorer = FastTextScorer(self.config.model or DEFAULT_MODEL, self.config.label, self.config.max_chars)
 
     def metrics(self, table: pa.Table) -> dict:
-        scores = table.column("quality_score").to_numpy(zero_copy_only=False).astype(np.float64)
-        return {"quality_score_hist": score_histogram(scores)}
+        return {"quality_score_hist": score_histogram(table.column("quality_score"))}
 
     def annotate(self, table: pa.Table):
         cfg = self.config

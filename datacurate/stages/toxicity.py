@@ -169,9 +169,9 @@ class Toxicity(Stage):
         self.wordlist = WordList(self.config.wordlist) if self.config.wordlist.enabled else None
 
     def metrics(self, table: pa.Table) -> dict:
-        scores = table.column("toxicity_score").to_numpy(zero_copy_only=False).astype(np.float64)
         hits = table.column("toxicity_wordlist_hits").fill_null(0).to_numpy(zero_copy_only=False)
-        return {"toxicity_score_hist": score_histogram(scores), "toxicity_wordlist_docs": int((hits > 0).sum())}
+        return {"toxicity_score_hist": score_histogram(table.column("toxicity_score")),
+                "toxicity_wordlist_docs": int((hits > 0).sum())}
 
     def _score(self, text: pa.ChunkedArray | pa.Array) -> np.ndarray:
         clf = self.config.classifier

@@ -91,13 +91,11 @@ def fetch_checkpoint(url: str, cache_dir: str | None = None) -> str:
     """A checkpoint in a bucket (a checkpoint prefix, ``.../checkpoints``, ``.../checkpoints/latest``
     or a training output) downloaded into the cache; its local directory."""
     url = url.rstrip("/")
-    candidates = [url] if storage.isfile(storage.join(url, "state.json")) else []
-    for pointer in (url, storage.join(url, LATEST), storage.join(url, "checkpoints", LATEST)):
-        if not candidates and storage.isfile(pointer):
-            candidates.append(storage.join(pointer.rsplit("/", 1)[0], storage.read_text(pointer).strip()))
-    if not candidates:
+    pointers = (url, storage.join(url, LATEST), storage.join(url, "checkpoints", LATEST))  # ``latest``: "step-<N>"
+    src = url if storage.isfile(storage.join(url, "state.json")) else next(
+        (storage.join(p.rsplit("/", 1)[0], storage.read_text(p).strip()) for p in pointers if storage.isfile(p)), None)
+    if src is None:
         raise CheckpointError(f"{url}: not a complete checkpoint (no state.json + model.pt, no checkpoints/latest)")
-    src = candidates[0]
     local = os.path.join(cache_dir or os.path.join(storage.cache_root(), "checkpoints"), storage.url_key(src))
     for name in storage.listdir(src):
         storage.get_file(storage.join(src, name), os.path.join(local, name))
