@@ -1,30 +1,20 @@
 """Token shards on disk: the format the ``decompose`` stage writes and training reads.
 
-Readable with ``json`` and ``numpy.memmap`` alone::
+Readable with ``json`` and ``numpy.memmap`` alone: ``manifest.json`` (written last: its
+presence marks a complete shard set), ``tokenizer.json`` and per bucket length ``L``
+``len<L>/shard-<k>.{tokens,domains}.bin``; the README's "Token shards" gives every file
+and manifest field. Each file entry holds ``tokens_xxh3`` / ``domains_xxh3``, the xxh3-128
+digest of its bytes (hashed while compacting), which a training run checks shards
+fetched from object storage against.
 
-    shards/
-      manifest.json                   written last: its presence marks a complete shard set
-      tokenizer.json                  a copy of the tokenizer that made the tokens
-      len64/shard-<k>.tokens.bin      raw little-endian [n, 64] array of token ids (dtype in the manifest)
-      len64/shard-<k>.domains.bin     raw uint16 [n]: domain id of each sequence (index into "domains")
-      len128/ ... len2048/            one directory per sequence length (bucket D_i has length 2^i)
-
-``manifest["buckets"][str(L)]["files"]`` lists each file with its sequence count ``n``,
-so ``np.memmap(path, dtype=manifest["dtype"], mode="r", shape=(n, L))`` opens it; a
-bucket's sequences are its files concatenated in the listed order. Each entry also holds
-``tokens_xxh3`` / ``domains_xxh3``, the xxh3-128 digest of the file's bytes (hashed while
-compacting), which a training run checks shards fetched from object storage against.
-
-Writing has two steps. Each work part first writes one small piece per bucket,
-``len<L>/part-<P>.{tokens,domains}.bin`` (:func:`write_piece`); at a million documents
-that is thousands of tiny files, and a reader would open every one. :func:`compact` then
-concatenates each bucket's pieces, in the manifest's order, into ``shard-<k>`` files of
-at most ``target_bytes`` of tokens (``k`` zero-padded to 5 digits or more, so names sort
-in order), streaming with bounded reads, and deletes the pieces: ``ceil(n / (target //
-(L x itemsize)))`` files per bucket, whatever the number of parts. Every file is written
-under a temporary name and renamed (or, on S3, uploaded whole), so a crash never leaves
-half a file behind a complete name; the manifest comes last, so a crash before it leaves no
-manifest, an incomplete set that a rerun replaces.
+Writing has two steps. Each work part first writes one small piece per bucket
+(:func:`write_piece`); at a million documents that is thousands of tiny files, and a
+reader would open every one. :func:`compact` then concatenates each bucket's pieces, in
+the manifest's order, into files of at most ``target_bytes`` of tokens, streaming with
+bounded reads, whatever the number of parts. Every file is written under a temporary
+name and renamed (or, on S3, uploaded whole), so a crash never leaves half a file behind
+a complete name; the manifest comes last, so a crash before it leaves no manifest, an
+incomplete set that a rerun replaces.
 """
 
 from __future__ import annotations

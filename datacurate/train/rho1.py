@@ -6,13 +6,9 @@ only through the top ``ratio`` of a batch's tokens by excess loss (the paper kee
 its 1B model matched the baseline's few-shot math accuracy with 5-10x fewer tokens).
 Tokens the current model already fits as well as the reference (learned or easy) and
 tokens the reference finds hard too (noise, unpredictable text) are the ones dropped.
-
-Reference losses come from a frozen forward pass of the reference every step, or, as
-the paper suggests, once and offline: :func:`score_tokens` (``datacurate score-tokens``)
-writes ``len<L>/shard-<k>.refloss.bin`` (float16 ``[n, L-1]``: the loss of predicting
-token ``t+1``) next to every token file and lists them in the manifest with the
-reference's ``weights_sha256`` and tokenizer; training refuses a sidecar from another
-reference or tokenizer.
+Reference losses come from a frozen forward pass every step, or once and offline, as the
+paper suggests: :func:`score_tokens` writes a sidecar beside the token files (format and
+checks: the README's RHO-1 entry under "Training").
 """
 
 from __future__ import annotations
