@@ -1,28 +1,11 @@
 """Typed configuration of ``datacurate ablate``: which recipes, which budget, which evals.
 
 The same rules as a pipeline's (:mod:`datacurate.config`): defaults <- YAML <- ``--set
-key=value``; an unknown key is a one-line error with a did-you-mean, before any work.
-
-* ``input``: one raw corpus (a pipeline's ``input:``), the same for every arm.
-* ``output``: OUT; arm ``a`` writes ``OUT/a/curated/`` (its run) and ``OUT/a/seed-<k>/``.
-* ``arms``: ``name -> {stages: [...]}``, ``{pipeline: PATH}`` or ``{base: PATH, set:
-  {key: value}}`` (``--set``-style keys of that pipeline), each with an optional
-  ``train:`` override (e.g. ``{data: {domain_weights: ...}}``) and ``doremi:`` section
-  (a pipeline's ``doremi:``: DoReMi weights from the arm's own shards, which the arm's
-  training then samples by). A pipeline's own ``train:`` section is not used: every arm
-  trains by ``budget`` plus its own override, so the recipes differ in data alone.
-* ``baseline``: the arm the others are compared with (default: the first).
-* ``budget``: ``model`` (the train ``model:`` keys; ``preset`` …), ``tokens`` (training
-  tokens per run: steps = ceil(tokens / data.tokens_per_step), so an arm that keeps less
-  data repeats it), ``seeds`` (runs per arm, seeds 0 … n-1), ``device``, and ``train``
-  (any other train keys, the same for every arm; ``data.eval_fraction`` defaults to 0
-  here: the evaluation is ``eval``, and every kept token is training data).
-* ``eval``: ``text: {NAME: PATH}`` (held-out text: ``.txt`` / ``.md`` one document, or
-  JSONL / Parquet records), ``tasks: {NAME: PATH}`` (multiple-choice JSONL), ``tokenizer``
-  (``null``: the shipped sample tokenizer, one for all arms; a path: that one; ``arm``:
-  each arm's own, whose losses do not compare across tokenizers) and ``seq_len``.
-* ``jobs``: how many units (an arm's curation, a seed's training) run at once as Ray tasks;
-  null: one after another on this machine, on a cluster (``ray.address``) as many as it holds.
+key=value``; an unknown key is a one-line error with a did-you-mean, before any work. The
+keys (``input``, ``output``, ``arms``, ``baseline``, ``budget``, ``eval``, ``jobs``) are
+the README's "Ablations" section. Arm ``a`` writes ``OUT/a/curated/`` (its run) and
+``OUT/a/seed-<k>/``; a pipeline's own ``train:`` section is not used: every arm trains by
+``budget`` plus its own override, so the recipes differ in data alone.
 """
 
 from __future__ import annotations
@@ -36,7 +19,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal, Optional
 
-from datacurate.coerce import ConfigError, coerce, from_dict, opt, parse_override, read_yaml, set_key
+from datacurate.coerce import ConfigError, from_dict, opt, parse_override, read_yaml, set_key
 from datacurate.config import PipelineConfig, RayConfig, load_config, pipeline_override, pipeline_train_config, to_dict
 from datacurate.train_config import ModelConfig
 
@@ -140,10 +123,6 @@ def load_ablation_config(source: str | dict, overrides: list[str] | None = None)
     return cfg
 
 
-def _entry_name(entry) -> str:
-    return next(iter(entry)) if isinstance(entry, dict) and entry else str(entry)
-
-
 def arm_pipeline(cfg: AblationConfig, name: str) -> PipelineConfig:
     """The arm's curation as a pipeline on the shared input, writing ``OUT/<arm>/curated``
     (its shards there too, wherever its YAML put them); no train: section."""
@@ -159,12 +138,10 @@ def arm_pipeline(cfg: AblationConfig, name: str) -> PipelineConfig:
     raw.pop("train", None)
     if arm.doremi is not None:
         raw["doremi"] = copy.deepcopy(arm.doremi)
-    stages = raw.get("stages") or []
-    for i, entry in enumerate(stages):  # shards go under the arm's own directory
-        if getattr(STAGES.get(_entry_name(entry)), "writes_shards", False) and isinstance(entry, dict):
-            params = dict(entry[_entry_name(entry)] or {})
-            params.pop("output", None)
-            stages[i] = {_entry_name(entry): params}
+    for i, entry in enumerate(raw.get("stages") or []):  # shards go under the arm's own directory
+        stage = next(iter(entry), None) if isinstance(entry, dict) else None
+        if getattr(STAGES.get(stage), "writes_shards", False):
+            raw["stages"][i] = {stage: {k: v for k, v in dict(entry[stage] or {}).items() if k != "output"}}
     raw.update(input=copy.deepcopy(cfg.input), output={"path": os.path.join(cfg.arm_dir(name), "curated")},
                ray=to_dict(cfg.ray))
     try:
@@ -199,8 +176,6 @@ def arm_train_config(cfg: AblationConfig, name: str, pcfg: PipelineConfig, seed:
         tc = pipeline_train_config(raw, pcfg, "train")
     except ConfigError as e:
         raise ConfigError(f"arms.{name}: {e}") from None
-    if pcfg.doremi is not None and tc.data.domain_weights is None:
-        tc.data.domain_weights = os.path.join(pcfg.doremi.output, "domain_weights.json")
     return tc
 
 
@@ -211,6 +186,3 @@ def config_sha256(cfg: AblationConfig) -> str:
         d.pop(k, None)
     return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()
 
-
-__all__ = ["AblationConfig", "ArmConfig", "BudgetConfig", "EvalConfig", "load_ablation_config", "arm_pipeline",
-           "arm_train_config", "config_sha256", "coerce"]

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Optional
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -48,19 +49,12 @@ from datacurate.models.fasttext_model import FastTextScorer, load_card, normaliz
 
 
 def roc_auc(scores: np.ndarray, y: np.ndarray) -> float:
-    """Area under the ROC curve (Mann-Whitney U with average ranks for ties)."""
+    """Area under the ROC curve (Mann-Whitney U with average ranks for ties; NaN ranks highest)."""
     y = np.asarray(y, dtype=bool)
     n_pos, n_neg = int(y.sum()), int((~y).sum())
     if n_pos == 0 or n_neg == 0:
         return float("nan")
-    order = np.argsort(scores, kind="mergesort")
-    s = np.asarray(scores)[order]
-    ranks = np.empty(len(s), dtype=np.float64)
-    _, first, counts = np.unique(s, return_index=True, return_counts=True)
-    for f, c in zip(first, counts):
-        ranks[f:f + c] = f + (c + 1) / 2.0
-    r = np.empty_like(ranks)
-    r[order] = ranks
+    r = pd.Series(np.asarray(scores)).rank(na_option="bottom").to_numpy()  # 1-based, ties averaged
     return float((r[y].sum() - n_pos * (n_pos + 1) / 2.0) / (n_pos * n_neg))
 
 

@@ -246,10 +246,7 @@ def cmd_eval(args) -> int:
 
     ds = ShardDataset(args.shards)
     device = pick_device(args.device)
-    model, state = checkpoint.load_model(args.checkpoint, device, ds.tokenizer["sha256"])
-    if max(ds.seq_lens, default=0) > model.shape.max_seq_len:
-        raise checkpoint.CheckpointError(f"{args.checkpoint}: max_seq_len {model.shape.max_seq_len} is shorter than "
-                                         f"the longest bucket ({max(ds.seq_lens)})")
+    model, state = checkpoint.load_model(args.checkpoint, device, ds.tokenizer["sha256"], max(ds.seq_lens, default=0))
     res = {"checkpoint": checkpoint.resolve(args.checkpoint), "step": state["step"], "shards": args.shards,
            "eval_loss": eval_loss(model, ds, {}, device)}
     for k, v in res["eval_loss"].items():
@@ -293,6 +290,10 @@ def cmd_ablate(args) -> int:
     return 0
 
 
+def _set_option(parser: argparse.ArgumentParser, help: str) -> None:
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help=help)
+
+
 def _model_command(sub, name: str, fn, help: str, config_help: str, output_help: str, set_help: str, keys) -> None:
     """``train`` and ``doremi`` take the same arguments; ``--help`` lists the config's keys."""
     c = sub.add_parser(name, help=help, epilog="keys:\n" + "\n".join(_describe(keys)),
@@ -300,7 +301,7 @@ def _model_command(sub, name: str, fn, help: str, config_help: str, output_help:
     c.add_argument("config", nargs="?", help=config_help)
     c.add_argument("--shards", help="token shard directory (with manifest.json)")
     c.add_argument("--output", help=output_help)
-    c.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help=set_help)
+    _set_option(c, set_help)
     c.add_argument("--resume", action="store_true", help="continue from the latest checkpoints under OUTPUT")
     c.add_argument("--workers", type=int, help="data-parallel workers on Ray Train (default 1: this process)")
     c.add_argument("--ray-address", help="Ray cluster for --workers (default: $RAY_ADDRESS, else an embedded Ray)")
@@ -314,8 +315,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("pipeline", help="pipeline YAML file")
     r.add_argument("--input", help="input file, directory or glob (overrides the YAML)")
     r.add_argument("--output", help="output directory (overrides the YAML)")
-    r.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                   help="override a parameter, e.g. STAGE.KEY=VALUE (STAGE: its name or index) or input.text_field=content")
+    _set_option(r, "override a parameter, e.g. STAGE.KEY=VALUE (STAGE: its name or index) or input.text_field=content")
     r.add_argument("--ray-address", help="Ray cluster address (default: $RAY_ADDRESS, else an embedded local Ray)")
     r.add_argument("--quiet", action="store_true", help="no live progress")
     r.add_argument("--resume", action="store_true",
@@ -342,8 +342,7 @@ def build_parser() -> argparse.ArgumentParser:
     tc.add_argument("--train-only", nargs="+", metavar="PATH", dest="train_only",
                     help="more labelled examples (label field) kept on the training side, never held out")
     tc.add_argument("--output", help="model path (.ftz); the card is written next to it (.json)")
-    tc.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                    help="override a parameter, e.g. fasttext.epoch=10, holdout_frac=0.1, positive_label=hq")
+    _set_option(tc, "override a parameter, e.g. fasttext.epoch=10, holdout_frac=0.1, positive_label=hq")
     tc.set_defaults(fn=cmd_train_classifier)
     tt = sub.add_parser("train-tokenizer", help="train a byte-level BPE tokenizer on a run's kept text (or any input)")
     tt.add_argument("inputs", nargs="+", metavar="RUN_DIR_OR_FILES",
@@ -361,8 +360,7 @@ def build_parser() -> argparse.ArgumentParser:
     de.add_argument("--pairs", help="known pairs (JSONL or Parquet with id_a, id_b, jaccard)")
     de.add_argument("--threshold", type=float, default=0.8, help="Jaccard threshold of the dedup stage")
     de.add_argument("--positive-jaccard", type=float, default=0.85, help="pairs at or above count as duplicates")
-    de.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                    help="override a parameter of the dedup stage, e.g. 0.num_perm=256")
+    _set_option(de, "override a parameter of the dedup stage, e.g. 0.num_perm=256")
     de.add_argument("--output", required=True)
     de.set_defaults(fn=cmd_dedup_eval)
     _model_command(sub, "train", cmd_train, "train a GPT on token shards (dataset-decomposition curriculum, RHO-1)",
@@ -378,8 +376,7 @@ def build_parser() -> argparse.ArgumentParser:
                                        "it per seed, evaluate, report mean and CI per arm and the paired difference")
     ab.add_argument("ablation", help="ablation YAML (input, output, arms, baseline, budget, eval)")
     ab.add_argument("--output", help="output directory (overrides the YAML)")
-    ab.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                    help="override a key, e.g. budget.tokens=200000, budget.seeds=5, arms.b.train.data.curriculum=uniform")
+    _set_option(ab, "override a key, e.g. budget.tokens=200000, budget.seeds=5, arms.b.train.data.curriculum=uniform")
     ab.add_argument("--resume", action="store_true", help="continue an interrupted ablation in OUT: finished arms "
                                                           "and seeds are not redone")
     ab.add_argument("--no-report", action="store_true", help="do not write OUT/report.html")
@@ -460,19 +457,17 @@ def _say(line: str, debug: bool, log: bool = True) -> None:
     import time
     import traceback
 
-    text = traceback.format_exc()
-    if debug or not log:
-        if debug:
-            print(text, file=sys.stderr, end="")
-        print(f"datacurate: error: {line}", file=sys.stderr, flush=True)
-        return
-    log = os.path.join(tempfile.gettempdir(), f"datacurate-error-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log")
-    try:
-        with open(log, "w") as f:
-            f.write(text)
-        where = f" (traceback: {log})"
-    except OSError:
-        where = " (traceback: run again with --debug)"
+    text, where = traceback.format_exc(), ""
+    if debug:
+        print(text, file=sys.stderr, end="")
+    elif log:
+        path = os.path.join(tempfile.gettempdir(), f"datacurate-error-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log")
+        try:
+            with open(path, "w") as f:
+                f.write(text)
+            where = f" (traceback: {path})"
+        except OSError:
+            where = " (traceback: run again with --debug)"
     print(f"datacurate: error: {line}{where}", file=sys.stderr, flush=True)
 
 

@@ -28,6 +28,9 @@ def opt(default: Any, help: str, **meta) -> Any:
     return dataclasses.field(default_factory=make, metadata={"help": help, **meta})
 
 
+_SCALARS = {bool: (bool, "true/false"), int: (int, "an integer"), float: ((int, float), "a number"), str: (str, "a string")}
+
+
 def _type_name(tp: Any) -> str:
     return getattr(tp, "__name__", None) or str(tp).replace("typing.", "")
 
@@ -73,22 +76,11 @@ def coerce(value: Any, tp: Any, where: str) -> Any:
             raise ConfigError(f"{where}: expected a mapping, got {type(value).__name__}")
         kt, vt = args if args else (Any, Any)
         return {coerce(k, kt, where): coerce(v, vt, f"{where}.{k}") for k, v in value.items()}
-    if tp is bool:
-        if not isinstance(value, bool):
-            raise ConfigError(f"{where}: expected true/false, got {value!r}")
-        return value
-    if tp is int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise ConfigError(f"{where}: expected an integer, got {value!r}")
-        return value
-    if tp is float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ConfigError(f"{where}: expected a number, got {value!r}")
-        return float(value)
-    if tp is str:
-        if not isinstance(value, str):
-            raise ConfigError(f"{where}: expected a string, got {value!r}")
-        return value
+    if tp in _SCALARS:
+        kinds, what = _SCALARS[tp]
+        if not isinstance(value, kinds) or (isinstance(value, bool) and tp is not bool):  # YAML's true is no number
+            raise ConfigError(f"{where}: expected {what}, got {value!r}")
+        return float(value) if tp is float else value
     raise ConfigError(f"{where}: unsupported type {_type_name(tp)}")
 
 

@@ -62,6 +62,9 @@ class PipelineConfig:
     train: Optional[TrainConfig] = opt(None, "train on the shards after curation")
 
 
+SECTIONS = [f.name for f in dataclasses.fields(PipelineConfig)]
+
+
 # ----------------------------------------------------------------------------- loading
 
 
@@ -81,13 +84,12 @@ def to_dict(obj: Any) -> Any:
 def pipeline_override(raw: dict, parts: list[str], value: Any, where: str = "--set") -> None:
     """A ``--set`` on a pipeline's YAML: a stage's keys go by its name or index
     (``langid.min_score``, ``1.c4.enabled``), the sections' by theirs (``input.text_field``)."""
-    sections = [f.name for f in dataclasses.fields(PipelineConfig)]
     stages = [next(iter(e)) if isinstance(e, dict) and e else str(e) for e in raw.get("stages") or []]
-    if parts[0] not in sections and parts[0] not in stages + [str(i) for i in range(len(stages))]:
-        near = difflib.get_close_matches(parts[0], sections + stages, n=1)
-        hint = f" (did you mean '{near[0]}'?)" if near else f" (sections: {', '.join(sections + stages)})"
+    if parts[0] not in SECTIONS and parts[0] not in stages + [str(i) for i in range(len(stages))]:
+        near = difflib.get_close_matches(parts[0], SECTIONS + stages, n=1)
+        hint = f" (did you mean '{near[0]}'?)" if near else f" (sections: {', '.join(SECTIONS + stages)})"
         raise ConfigError(f"{where} {'.'.join(parts)}: no section or stage '{parts[0]}' in this pipeline{hint}")
-    set_key(raw, parts if parts[0] in sections else ["stages", *parts], value, PipelineConfig, where)
+    set_key(raw, parts if parts[0] in SECTIONS else ["stages", *parts], value, PipelineConfig, where)
 
 
 def load_config(
@@ -105,10 +107,9 @@ def load_config(
         if value is not None:
             set_key(raw, [key, "address" if key == "ray" else "path"], value, PipelineConfig)
 
-    known = ["input", "output", "ray", "stages", "doremi", "train"]
     for key in raw:
-        if key not in known:
-            raise unknown_key(str(key), known, "pipeline")
+        if key not in SECTIONS:
+            raise unknown_key(str(key), SECTIONS, "pipeline")
     cfg = PipelineConfig()
     inp = raw.get("input")
     if isinstance(inp, (str, list)):
@@ -138,14 +139,13 @@ def load_config(
         cfg.doremi = pipeline_train_config(raw["doremi"], cfg, "doremi")
     if raw.get("train") is not None:
         cfg.train = pipeline_train_config(raw["train"], cfg, "train")
-        if cfg.doremi is not None and cfg.train.data.domain_weights is None:
-            cfg.train.data.domain_weights = os.path.join(cfg.doremi.output, "domain_weights.json")
     return cfg
 
 
 def pipeline_train_config(raw: Any, cfg: PipelineConfig, section: str):
     """The ``train:`` / ``doremi:`` sections: shards default to decompose's output, output to
-    OUT/train / OUT/doremi. In ``doremi:`` the DoReMi keys (proxy_steps, eta, ...) sit beside
+    OUT/train / OUT/doremi, ``train:``'s domain weights to DoReMi's when ``cfg`` has a
+    ``doremi:`` section. In ``doremi:`` the DoReMi keys (proxy_steps, eta, ...) sit beside
     the training keys (model, data, seed, ...)."""
     cls = TrainConfig if section == "train" else DoremiRunConfig
     if section == "doremi" and isinstance(raw, dict):
@@ -160,6 +160,8 @@ def pipeline_train_config(raw: Any, cfg: PipelineConfig, section: str):
         tc.shards = dec.config.output or os.path.join(cfg.output.path, "shards")
     if tc.output is None:
         tc.output = os.path.join(cfg.output.path, section)
+    if section == "train" and cfg.doremi is not None and tc.data.domain_weights is None:
+        tc.data.domain_weights = os.path.join(cfg.doremi.output, "domain_weights.json")
     return tc
 
 

@@ -1,14 +1,9 @@
 """Extra input fields: every field of a record other than its text, id and domain is
 carried through the stages into kept/ and rejected/ under its own name (or the name
-``input.rename`` gives it).
-
-Types. Parquet fields keep their Arrow types, nested ones included. A JSONL field keeps
-a native type while its values are all of one JSON kind: string -> string, integer ->
-int64, other number -> float64, boolean -> bool. It is stored as JSON text (one
-``orjson.dumps`` per value) when its values are objects or lists, when its records
-disagree on the kind (a string here, a number there; 5 and 5.5 too, so an integer never
-turns into 5.0), when an integer does not fit int64, and for Parquet when the input
-files disagree on its type. A field a record lacks, or holds as null, is null.
+``input.rename`` gives it), with the types the README's "Every other field is kept" gives:
+Parquet's own, a JSONL field's native type while its values are all of one JSON kind,
+else JSON text (one ``orjson.dumps`` per value; 5 and 5.5 are two kinds, so an integer
+never turns into 5.0).
 
 The same value always gives the same JSON text, whichever batch it came in, so the
 outcome does not depend on how the input was cut into batches: each part is written

@@ -163,7 +163,7 @@ def plan_reads(cfg: InputConfig, text_key: str = "input.text_field",
         size = storage.size(path) if storage.is_remote(path) else os.path.getsize(path)
         if fmt == "parquet":
             try:
-                pf = pq.ParquetFile(_file(path))
+                pf = storage.parquet_file(path)
                 meta = pf.metadata
             except Exception as e:  # noqa: BLE001 - report any unreadable parquet in one line
                 raise InputError(f"not a readable Parquet file: {path} ({e})") from None
@@ -277,20 +277,13 @@ def _split_jsonl(path: str, size: int, chunk: int) -> list[tuple[int, int, int]]
         out, line = [], 1
         for a, b in zip(bounds[:-1], bounds[1:]):
             out.append((a, b, line))
-            f.seek(a)
-            remaining = b - a
-            while remaining > 0:
-                buf = f.read(min(remaining, 16 << 20))
-                line += buf.count(b"\n")
-                remaining -= len(buf)
+            line += sum(buf.count(b"\n") for buf in storage.iter_chunks(f, a, b))
     return out
 
 
-def _file(path: str, stream: bool = False):
-    """A local path as it is (the readers open it themselves); an object as a file."""
-    if not storage.is_remote(path):
-        return open(path, "rb") if stream else path
-    return storage.open_stream(path) if stream else storage.open_input(path)
+def _file(path: str):
+    """A local path as it is (gzip opens it itself); an object as a file."""
+    return storage.open_input(path) if storage.is_remote(path) else path
 
 
 def _next_line(f, pos: int, local: bool) -> int:
@@ -317,7 +310,7 @@ def _open_lines(task: ReadTask) -> Iterator[bytes]:
     elif low.endswith((".zst", ".zstd")):
         import zstandard
 
-        with _file(task.path, stream=True) as raw:
+        with storage.open_stream(task.path) as raw:
             reader = io.BufferedReader(zstandard.ZstdDecompressor().stream_reader(raw), 1 << 20)
             yield from reader
     elif storage.is_remote(task.path):
@@ -357,21 +350,19 @@ class _Batcher:
     per other field seen in the batch (first-seen order; :func:`fields.jsonl_column`)."""
 
     def __init__(self, task: ReadTask, rows: int, cfg: InputConfig | None = None):
-        self.task, self.rows, self.n_batches, self.row_in_task = task, rows, 0, 0
+        self.task, self.rows, self.row_in_task = task, rows, 0
         self.keep = task.taken is not None and cfg is not None
         if self.keep:
             self.own, self.rename = {cfg.text_field, cfg.id_field, cfg.domain_field}, cfg.rename
         self._reset()
 
     def _reset(self):
-        self.ids, self.texts, self.domains, self.stages, self.reasons, self.nbytes = [], [], [], [], [], 0
-        self.records = []
+        self.ids, self.texts, self.domains, self.reasons, self.nbytes, self.records = [], [], [], [], 0, []
 
     def add(self, id_, text, domain, reason=None, record=_NO_FIELDS):
         self.ids.append(id_)
         self.texts.append(text)
         self.domains.append(domain)
-        self.stages.append(INPUT_STAGE if reason else None)
         self.reasons.append(reason)
         self.nbytes += len(text)
         if self.keep:
@@ -392,21 +383,29 @@ class _Batcher:
         n = len(self.ids)
         if n == 0:
             return None
-        first = (self.task.index << 32) + self.row_in_task
-        table = pa.table({
-            ID: pa.array(self.ids, BASE_COLUMNS[ID]),
-            TEXT: pa.array(self.texts, BASE_COLUMNS[TEXT]),
-            DOMAIN: pa.array(self.domains, BASE_COLUMNS[DOMAIN]),
-            SOURCE: pa.array([self.task.source] * n, BASE_COLUMNS[SOURCE]),
-            **self._extras(),
-            REJECT_STAGE: pa.array(self.stages, pa.string()),
-            REJECT_REASON: pa.array(self.reasons, pa.string()),
-            ORD: pa.array(range(first, first + n), pa.int64()),
-        })
-        self.n_batches += 1
+        table = _batch(self.task, self.row_in_task, pa.array(self.ids, BASE_COLUMNS[ID]),
+                       pa.array(self.texts, BASE_COLUMNS[TEXT]), pa.array(self.domains, BASE_COLUMNS[DOMAIN]),
+                       self._extras(), pa.array(self.reasons, pa.string()))
         self.row_in_task += n
         self._reset()
         return table
+
+
+def _batch(task: ReadTask, first_row: int, ids: pa.Array, texts: pa.Array, domains: pa.Array, extras: dict,
+           reasons: pa.Array) -> pa.Table:
+    """Rows ``first_row``.. of a task in the common schema: the base columns, the extra
+    fields, the reject columns (``input`` where there is a reason) and ``_ord``."""
+    n, first = len(ids), (task.index << 32) + first_row
+    return pa.table({
+        ID: ids.cast(BASE_COLUMNS[ID]),
+        TEXT: texts.cast(BASE_COLUMNS[TEXT]),
+        DOMAIN: domains.cast(BASE_COLUMNS[DOMAIN]),
+        SOURCE: pa.array([task.source] * n, BASE_COLUMNS[SOURCE]),
+        **extras,
+        REJECT_STAGE: pc.if_else(pc.is_valid(reasons), pa.scalar(INPUT_STAGE), pa.scalar(None, pa.string())),
+        REJECT_REASON: reasons.cast(pa.string()),
+        ORD: pa.array(range(first, first + n), pa.int64()),
+    })
 
 
 def _field_str(value, default):
@@ -423,14 +422,15 @@ def read_task(task: ReadTask | dict, cfg: InputConfig, counters: dict | None = N
     if isinstance(task, dict):
         task = ReadTask(**task)
     counters = counters if counters is not None else {}
-    if task.fmt == "parquet":
-        n = 0
-        for table in _read_parquet(task, cfg):
-            n += table.num_rows
-            yield table
-        if n == 0 and task.start == 0:
-            counters["empty_files"] = counters.get("empty_files", 0) + 1
-        return
+    n = 0
+    for table in _read_parquet(task, cfg) if task.fmt == "parquet" else _jsonl_batches(task, cfg, counters):
+        n += table.num_rows
+        yield table
+    if n == 0 and task.start == 0:
+        counters["empty_files"] = counters.get("empty_files", 0) + 1
+
+
+def _jsonl_batches(task: ReadTask, cfg: InputConfig, counters: dict) -> Iterator[pa.Table]:
     batcher = _Batcher(task, cfg.batch_rows, cfg)
     for record in _read_jsonl(task, cfg, counters):
         batcher.add(*record)
@@ -439,8 +439,6 @@ def read_task(task: ReadTask | dict, cfg: InputConfig, counters: dict | None = N
     last = batcher.flush()
     if last is not None:
         yield last
-    if batcher.row_in_task == 0 and task.start == 0:
-        counters["empty_files"] = counters.get("empty_files", 0) + 1
 
 
 def read_texts(cfg: InputConfig, tasks: list | None = None, counters: dict | None = None) -> Iterator[pa.Array]:
@@ -519,7 +517,7 @@ def _read_parquet(task: ReadTask, cfg: InputConfig) -> Iterator[pa.Table]:
     read only then. The other fields, when the task keeps them, pass as they are (as JSON
     text where the inputs disagree on their type).
     """
-    pf = pq.ParquetFile(_file(task.path))
+    pf = storage.parquet_file(task.path)
     names = set(pf.schema_arrow.names)
     own = (cfg.text_field, cfg.id_field, cfg.domain_field)
     cols = [c for c in own if c in names]
@@ -547,9 +545,7 @@ def _read_parquet(task: ReadTask, cfg: InputConfig) -> Iterator[pa.Table]:
                 bad = (pa.scalar("input/non_string_text") if not is_str else
                        pc.if_else(pc.greater(pc.utf8_length(pc.fill_null(texts, "")), cfg.max_doc_chars),
                                   pa.scalar("input/doc_too_large"), null))
-                reasons = pc.if_else(no_text, pa.scalar("input/null_text"), bad)
-                if not isinstance(reasons, (pa.Array, pa.ChunkedArray)):
-                    reasons = pa.array([reasons.as_py()] * n, pa.string())
+                reasons = pc.if_else(no_text, pa.scalar("input/null_text"), bad)  # an array: no_text is one
                 texts = pc.fill_null(texts, "").cast(pa.large_string())
             if pc.any(no_text).as_py():
                 full = full if full is not None else pf.read_row_group(rg)
@@ -557,17 +553,8 @@ def _read_parquet(task: ReadTask, cfg: InputConfig) -> Iterator[pa.Table]:
                 raw = pa.array([orjson.dumps(r, default=str, option=orjson.OPT_NON_STR_KEYS).decode() for r in records],
                                pa.large_string())
                 texts = pc.replace_with_mask(texts, no_text, raw)
-            first = (task.index << 32) + in_task
-            yield pa.table({
-                ID: ids.cast(BASE_COLUMNS[ID]),
-                TEXT: texts.cast(BASE_COLUMNS[TEXT]),
-                DOMAIN: domains.cast(BASE_COLUMNS[DOMAIN]),
-                SOURCE: pa.array([task.source] * n, BASE_COLUMNS[SOURCE]),
-                **_parquet_extras(batch, extras, cfg.rename, task.json_fields),
-                REJECT_STAGE: pc.if_else(pc.is_valid(reasons), pa.scalar(INPUT_STAGE), null),
-                REJECT_REASON: reasons.cast(pa.string()),
-                ORD: pa.array(range(first, first + n), pa.int64()),
-            })
+            yield _batch(task, in_task, ids, texts, domains, _parquet_extras(batch, extras, cfg.rename, task.json_fields),
+                         reasons)
             row += n
             in_task += n
             offset += n

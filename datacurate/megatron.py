@@ -57,13 +57,8 @@ def index_bytes(lengths: np.ndarray, dtype: np.dtype) -> bytes:
 def write_piece(stem: str, tokens: np.ndarray, lengths: np.ndarray, dtype: np.dtype) -> dict:
     """One part's documents of one prefix: ``tokens`` (flat ids) -> ``<stem>.bin``, their
     ``lengths`` -> ``<stem>.lengths`` (int32); returns the piece's entry."""
-    dt = np.dtype(dtype).newbyteorder("<")
-    if tokens.size and int(tokens.max()) > np.iinfo(dt).max:
-        raise ValueError(f"token id {int(tokens.max())} does not fit {dt.name}")
-    with storage.atomic_file(stem + ".bin") as f:
-        np.ascontiguousarray(tokens.astype(dt, copy=False)).tofile(f)
-    with storage.atomic_file(stem + ".lengths") as f:
-        np.ascontiguousarray(lengths.astype(LENGTH_DTYPE)).tofile(f)
+    shards.write_file(stem + ".bin", shards.token_array(tokens, dtype))
+    shards.write_file(stem + ".lengths", lengths.astype(LENGTH_DTYPE))
     return {"stem": stem, "documents": int(len(lengths)), "tokens": int(tokens.size)}
 
 

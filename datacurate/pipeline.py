@@ -41,13 +41,12 @@ class Pipeline:
         if input is not None or input_options:  # every other input key (text_field, ...) is kept
             base = {**to_dict(inp), **({"path": input} if input is not None else {}), **input_options}
             inp = coerce(base, InputConfig, "input")
-        out = getattr(self, "_output", OutputConfig())
+        out = old = getattr(self, "_output", OutputConfig())
         if output is not None:
-            out = dataclasses.replace(out, path=output)
+            out = dataclasses.replace(old, path=output)
         cfg = PipelineConfig(input=inp, output=out, ray=self.ray,
                              stages=[StageSpec(s.name, s.config, type(s)) for s in self.stages])
-        old = getattr(self, "_output", OutputConfig()).path
-        cfg.doremi, cfg.train = (_moved(getattr(self, k, None), old, out.path) for k in ("_doremi", "_train"))
+        cfg.doremi, cfg.train = (_moved(getattr(self, k, None), old.path, out.path) for k in ("_doremi", "_train"))
         return cfg
 
     def run(self, input: str | list[str] | None = None, output: str | None = None, resume: bool = False,

@@ -41,10 +41,6 @@ def is_internal(name: str) -> bool:
     return name in INTERNAL_COLUMNS
 
 
-def ord_task(ord_: int) -> int:
-    return ord_ >> 32
-
-
 def part_name(first_ord: int) -> str:
     """Deterministic part-file stem for a batch starting at ``first_ord``."""
     return f"{first_ord >> 32:06d}-{first_ord & 0xFFFFFFFF:09d}"

@@ -1,30 +1,20 @@
 """Token shards on disk: the format the ``decompose`` stage writes and training reads.
 
-Readable with ``json`` and ``numpy.memmap`` alone::
+Readable with ``json`` and ``numpy.memmap`` alone: ``manifest.json`` (written last: its
+presence marks a complete shard set), ``tokenizer.json`` and per bucket length ``L``
+``len<L>/shard-<k>.{tokens,domains}.bin``; the README's "Token shards" gives every file
+and manifest field. Each file entry holds ``tokens_xxh3`` / ``domains_xxh3``, the xxh3-128
+digest of its bytes (hashed while compacting), which a training run checks shards
+fetched from object storage against.
 
-    shards/
-      manifest.json                   written last: its presence marks a complete shard set
-      tokenizer.json                  a copy of the tokenizer that made the tokens
-      len64/shard-<k>.tokens.bin      raw little-endian [n, 64] array of token ids (dtype in the manifest)
-      len64/shard-<k>.domains.bin     raw uint16 [n]: domain id of each sequence (index into "domains")
-      len128/ ... len2048/            one directory per sequence length (bucket D_i has length 2^i)
-
-``manifest["buckets"][str(L)]["files"]`` lists each file with its sequence count ``n``,
-so ``np.memmap(path, dtype=manifest["dtype"], mode="r", shape=(n, L))`` opens it; a
-bucket's sequences are its files concatenated in the listed order. Each entry also holds
-``tokens_xxh3`` / ``domains_xxh3``, the xxh3-128 digest of the file's bytes (hashed while
-compacting), which a training run checks shards fetched from object storage against.
-
-Writing has two steps. Each work part first writes one small piece per bucket,
-``len<L>/part-<P>.{tokens,domains}.bin`` (:func:`write_piece`); at a million documents
-that is thousands of tiny files, and a reader would open every one. :func:`compact` then
-concatenates each bucket's pieces, in the manifest's order, into ``shard-<k>`` files of
-at most ``target_bytes`` of tokens (``k`` zero-padded to 5 digits or more, so names sort
-in order), streaming with bounded reads, and deletes the pieces: ``ceil(n / (target //
-(L x itemsize)))`` files per bucket, whatever the number of parts. Every file is written
-under a temporary name and renamed (or, on S3, uploaded whole), so a crash never leaves
-half a file behind a complete name; the manifest comes last, so a crash before it leaves no
-manifest, an incomplete set that a rerun replaces.
+Writing has two steps. Each work part first writes one small piece per bucket
+(:func:`write_piece`); at a million documents that is thousands of tiny files, and a
+reader would open every one. :func:`compact` then concatenates each bucket's pieces, in
+the manifest's order, into files of at most ``target_bytes`` of tokens, streaming with
+bounded reads, whatever the number of parts. Every file is written under a temporary
+name and renamed (or, on S3, uploaded whole), so a crash never leaves half a file behind
+a complete name; the manifest comes last, so a crash before it leaves no manifest, an
+incomplete set that a rerun replaces.
 """
 
 from __future__ import annotations
@@ -50,18 +40,20 @@ def bucket_dir(seq_len: int) -> str:
     return f"len{seq_len}"
 
 
-def _atomic(path: str):
-    """A binary file handle whose bytes appear under ``path`` (local or ``s3://``) only
-    once the block completes (:func:`datacurate.storage.atomic_file`)."""
-    return storage.atomic_file(path)
-
-
-def _write_bytes(path: str, data: bytes | np.ndarray) -> None:
-    with _atomic(path) as f:
+def write_file(path: str, data: bytes | np.ndarray) -> None:
+    with storage.atomic_file(path) as f:  # appears whole under ``path`` (local or s3://) or not at all
         if isinstance(data, np.ndarray):
             np.ascontiguousarray(data).tofile(f)
         else:
             f.write(data)
+
+
+def token_array(tokens: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """``tokens`` as little-endian ``dtype``; a ValueError when an id does not fit it."""
+    dt = np.dtype(dtype).newbyteorder("<")
+    if tokens.size and int(tokens.max()) > np.iinfo(dt).max:
+        raise ValueError(f"token id {int(tokens.max())} does not fit {dt.name}")
+    return np.ascontiguousarray(tokens.astype(dt, copy=False))
 
 
 def write_piece(root: str, part: str, tokens: np.ndarray, domains: np.ndarray, dtype: np.dtype) -> dict:
@@ -71,13 +63,10 @@ def write_piece(root: str, part: str, tokens: np.ndarray, domains: np.ndarray, d
     """
     n, seq_len = tokens.shape
     rel = f"{bucket_dir(seq_len)}/part-{part}"
-    dt = np.dtype(dtype).newbyteorder("<")
-    if tokens.size and int(tokens.max()) > np.iinfo(dt).max:
-        raise ValueError(f"token id {int(tokens.max())} does not fit {dt.name}")
-    toks = np.ascontiguousarray(tokens.astype(dt, copy=False))
+    toks = token_array(tokens, dtype)
     doms = np.ascontiguousarray(domains.astype(DOMAIN_DTYPE, copy=False))
-    _write_bytes(storage.join(root, rel + ".tokens.bin"), toks)
-    _write_bytes(storage.join(root, rel + ".domains.bin"), doms)
+    write_file(storage.join(root, rel + ".tokens.bin"), toks)
+    write_file(storage.join(root, rel + ".domains.bin"), doms)
     return {"tokens": rel + ".tokens.bin", "domains": rel + ".domains.bin", "n": int(n),
             "tokens_xxh3": xxhash.xxh3_128(toks.tobytes()).hexdigest(),
             "domains_xxh3": xxhash.xxh3_128(doms.tobytes()).hexdigest()}
@@ -152,7 +141,7 @@ def _compact_bucket(root: str, seq_len: int, pieces: list[dict], target_bytes: i
         entry = {"seq_len": seq_len, "tokens": rel + ".tokens.bin", "domains": rel + ".domains.bin", "n": b - a}
         for key, w in widths.items():
             digest = xxhash.xxh3_128()
-            with _atomic(storage.join(root, entry[key])) as dst:
+            with storage.atomic_file(storage.join(root, entry[key])) as dst:
                 for j in range(np.searchsorted(starts, a, "right") - 1, np.searchsorted(starts, b, "left")):
                     lo, hi = max(a, starts[j]), min(b, starts[j + 1])
                     with storage.open_input(storage.join(root, pieces[j][key])) as src:
@@ -191,7 +180,7 @@ def build_manifest(pieces: list[dict], **fields) -> dict:
 
 
 def write_manifest(root: str, manifest: dict) -> None:
-    _write_bytes(storage.join(root, MANIFEST), json.dumps(manifest, indent=2).encode())
+    write_file(storage.join(root, MANIFEST), json.dumps(manifest, indent=2).encode())
 
 
 def read_manifest(root: str) -> dict:
@@ -205,4 +194,4 @@ def read_manifest(root: str) -> dict:
 
 
 def copy_tokenizer(root: str, tokenizer_path: str) -> None:
-    _write_bytes(storage.join(root, "tokenizer.json"), storage.read_bytes(tokenizer_path))
+    write_file(storage.join(root, "tokenizer.json"), storage.read_bytes(tokenizer_path))

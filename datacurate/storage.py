@@ -2,16 +2,11 @@
 shards, checkpoints) is a local path, ``file://...`` or ``s3://bucket/prefix``, and goes
 through here.
 
-The seam is ``pyarrow.fs``, chosen by measurement against fsspec's ``s3fs`` on the same
-local S3 server (``benchmarks/bench_storage.py``, numbers in ``benchmarks/README.md``): it
-read 1.2-2x faster in every read case (whole objects, streams, ranged reads, a Parquet row
-group 2x, listing 1.4x), and wrote slower (0.55x for 32 MB objects, 0.66x for 64 KB ones).
-A curation run reads every input byte from the bucket, in parallel read tasks, and uploads
-its outputs (a filtered fraction of the input) once, so reads decide; it is also already a dependency (Ray Data reads through it) and reads Parquet row
-groups straight from the object. S3 credentials and region come from the
-environment as the AWS SDKs read them (``AWS_ACCESS_KEY_ID`` / ``AWS_SECRET_ACCESS_KEY``,
-``AWS_PROFILE``, ``AWS_REGION`` …); ``AWS_ENDPOINT_URL_S3`` or ``AWS_ENDPOINT_URL`` points
-at an S3-compatible store (MinIO, Ceph, moto …).
+The seam is ``pyarrow.fs``, chosen by measurement against fsspec's ``s3fs``: it read
+1.2-2x faster in every read case and wrote slower, and a curation run reads every input
+byte but uploads a filtered fraction once, so reads decide (the README's "Why pyarrow.fs,
+not fsspec" has the numbers). Credentials, region and endpoint come from the environment
+as the AWS SDKs read them (README, "Object storage").
 
 Writes are atomic per object: a local file is written under a temporary name and
 renamed; an S3 object is one PUT or one completed multipart upload, which S3 makes
@@ -160,6 +155,12 @@ def _wrap(fn, path: str, *args, **kw):
         raise StorageError(describe(e, path)) from None
 
 
+def _listing(path: str, recursive: bool = False) -> list[pafs.FileInfo]:
+    """What a directory (prefix) holds; an absent one holds nothing."""
+    fs, p = filesystem(path)
+    return _wrap(fs.get_file_info, path, pafs.FileSelector(p, allow_not_found=True, recursive=recursive))
+
+
 # ----------------------------------------------------------------------------- queries
 
 
@@ -196,8 +197,8 @@ def check_bucket(path: str) -> None:
     (bad key, no permission, no bucket)."""
     if not is_remote(path):
         return
+    _listing(path)
     fs, p = filesystem(path)
-    _wrap(fs.get_file_info, path, pafs.FileSelector(p, allow_not_found=True, recursive=False))
     bucket = p.split("/", 1)[0]
     if _wrap(fs.get_file_info, path, bucket).type == pafs.FileType.NotFound:
         raise StorageError(f"{path}: bucket {bucket!r} does not exist")
@@ -212,18 +213,14 @@ def list_files(path: str, suffix: str = "") -> list[str]:
             return []
         return sorted(os.path.join(d, n) for n in os.listdir(d)
                       if n.endswith(suffix) and os.path.isfile(os.path.join(d, n)))
-    fs, p = filesystem(path)
-    found = _wrap(fs.get_file_info, path, pafs.FileSelector(p, allow_not_found=True, recursive=False))
-    return sorted(_url(path, f.path) for f in found if f.type == pafs.FileType.File and f.path.endswith(suffix))
+    return list(sizes(path, suffix))
 
 
 def sizes(path: str, suffix: str = "") -> dict[str, int]:
     """{file: size} for :func:`list_files` in one listing (no request per file on S3)."""
     if not is_remote(path):
         return {f: os.path.getsize(f) for f in list_files(path, suffix)}
-    fs, p = filesystem(path)
-    found = _wrap(fs.get_file_info, path, pafs.FileSelector(p, allow_not_found=True, recursive=False))
-    return {_url(path, f.path): f.size for f in sorted(found, key=lambda f: f.path)
+    return {_url(path, f.path): f.size for f in sorted(_listing(path), key=lambda f: f.path)
             if f.type == pafs.FileType.File and f.path.endswith(suffix)}
 
 
@@ -231,8 +228,7 @@ def isdir(path: str) -> bool:
     """A local directory, or an S3 prefix that holds at least one object."""
     if not is_remote(path):
         return os.path.isdir(local_path(path))
-    fs, p = filesystem(path)
-    return bool(_wrap(fs.get_file_info, path, pafs.FileSelector(p, allow_not_found=True, recursive=False)))
+    return bool(_listing(path))
 
 
 def makedirs(path: str) -> None:
@@ -243,15 +239,11 @@ def makedirs(path: str) -> None:
 
 def walk_files(path: str) -> list[str]:
     """Every file under a directory (prefix), recursively, as full paths / URLs, sorted."""
-    fs, p = filesystem(path)
-    found = _wrap(fs.get_file_info, path, pafs.FileSelector(p, allow_not_found=True, recursive=True))
-    return sorted(_url(path, f.path) for f in found if f.type == pafs.FileType.File)
+    return sorted(_url(path, f.path) for f in _listing(path, recursive=True) if f.type == pafs.FileType.File)
 
 
 def listdir(path: str) -> list[str]:
-    fs, p = filesystem(path)
-    found = _wrap(fs.get_file_info, path, pafs.FileSelector(p, allow_not_found=True))
-    return sorted(posixpath.basename(f.path) for f in found)
+    return sorted(posixpath.basename(f.path) for f in _listing(path))
 
 
 def glob(pattern: str) -> list[str]:
@@ -332,9 +324,7 @@ def read_text(path: str) -> str:
 def write_bytes(path: str, data: bytes) -> None:
     """``data`` under ``path`` at once: a temporary name and a rename locally, one PUT on S3."""
     if not is_remote(path):
-        path = local_path(path)
-        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-        tmp = f"{path}.tmp{os.getpid()}"
+        path, tmp = _local_tmp(path)
         with _local_write(path, tmp):
             with open(tmp, "wb") as f:
                 f.write(data)
@@ -346,6 +336,14 @@ def write_bytes(path: str, data: bytes) -> None:
             f.write(data)
 
     _wrap(put, path)
+
+
+def _local_tmp(path: str) -> tuple[str, str]:
+    """(a local path without ``file://``, its temporary name), its directory made. The name is
+    per process: a re-run task may overlap a dying one."""
+    path = local_path(path)
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    return path, f"{path}.tmp{os.getpid()}"
 
 
 @contextlib.contextmanager
@@ -374,13 +372,10 @@ def write_text(path: str, text: str) -> None:
 @contextlib.contextmanager
 def atomic_file(path: str):
     """A binary file handle whose bytes appear under ``path`` only once the block completes:
-    locally a temporary name (per process: a re-run task may overlap a dying one) renamed
-    at the end; on S3 a local temporary file uploaded at the end (one PUT, or a multipart
+    locally a temporary name renamed at the end; on S3 a local temporary file uploaded at the end (one PUT, or a multipart
     upload S3 makes visible only when complete). A failed block leaves nothing."""
     if not is_remote(path):
-        path = local_path(path)
-        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-        tmp = f"{path}.tmp{os.getpid()}"
+        path, tmp = _local_tmp(path)
         try:
             with open(tmp, "wb") as f:
                 yield f
@@ -407,9 +402,7 @@ def write_parquet(table, path: str, compression: str = "zstd") -> None:
     import pyarrow.parquet as pq
 
     if not is_remote(path):  # by path, not through a Python file object: Arrow writes natively
-        path = local_path(path)
-        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-        tmp = f"{path}.tmp{os.getpid()}"  # per process: a re-run task may overlap a dying one
+        path, tmp = _local_tmp(path)
         with _local_write(path, tmp):
             pq.write_table(table, tmp, compression=compression)
         return
@@ -477,8 +470,7 @@ def put_file(local: str, url: str) -> None:
 def get_file(url: str, local: str) -> None:
     """Download one object to ``local`` (temporary name, then renamed)."""
     fs, p = filesystem(url)
-    os.makedirs(os.path.dirname(os.path.abspath(local)), exist_ok=True)
-    tmp = f"{local}.tmp{os.getpid()}"
+    local, tmp = _local_tmp(local)
     _wrap(pafs.copy_files, url, p, tmp, source_filesystem=fs, destination_filesystem=pafs.LocalFileSystem(),
           chunk_size=8 << 20)
     os.replace(tmp, local)

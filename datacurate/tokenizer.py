@@ -124,19 +124,13 @@ def iter_texts(paths: list[str], batch_rows: int = 2048) -> Iterator[list[str]]:
     """Text batches of the kept documents in ``paths``: a run directory (its ``kept/``),
     or any input datacurate reads (JSONL / Parquet files, directories, globs). Streams
     batch by batch; rows the reader rejects (malformed JSON …) are skipped."""
-    import pyarrow.compute as pc
-
     from datacurate.input_config import InputConfig
-    from datacurate.io import plan_reads, read_task
-    from datacurate.schema import REJECT_REASON, TEXT
+    from datacurate.io import read_texts
 
     resolved = [os.path.join(p, "kept") if os.path.isdir(os.path.join(p, "kept")) else p for p in paths]
-    cfg = InputConfig(path=resolved, batch_rows=batch_rows)
-    for task in plan_reads(cfg):
-        for table in read_task(task, cfg):
-            ok = table.filter(pc.is_null(table.column(REJECT_REASON)))
-            if ok.num_rows:
-                yield ok.column(TEXT).to_pylist()
+    for texts in read_texts(InputConfig(path=resolved, batch_rows=batch_rows)):
+        if len(texts):
+            yield texts.to_pylist()
 
 
 def hf_tokenizer_files(info: TokenizerInfo, model_max_length: Optional[int] = None) -> dict[str, bytes]:

@@ -58,9 +58,10 @@ def normalize(text: pa.Array | pa.ChunkedArray | list, lowercase: bool = False, 
     return pc.utf8_trim_whitespace(t)
 
 
-def score_histogram(scores: np.ndarray) -> dict[str, int]:
-    """Counts in ten fixed bins 0.0-0.1 ... 0.9-1.0 (NaN = unscored, left out)."""
-    s = scores[~np.isnan(scores)]
+def score_histogram(scores: pa.Array | pa.ChunkedArray) -> dict[str, int]:
+    """Counts in ten fixed bins 0.0-0.1 ... 0.9-1.0 of a score column (null or NaN = unscored, left out)."""
+    s = scores.to_numpy(zero_copy_only=False).astype(np.float64)
+    s = s[~np.isnan(s)]
     counts, _ = np.histogram(s, bins=np.linspace(0.0, 1.0, 11))
     return {b: int(c) for b, c in zip(HIST_BINS, counts)}
 

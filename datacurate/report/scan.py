@@ -15,6 +15,7 @@ import pyarrow.compute as pc
 
 from datacurate import storage
 from datacurate.schema import DOMAIN, N_TOKENS, REJECT_STAGE
+from datacurate.stages.base import value_counts
 
 SAMPLES = 5  # documents shown per reject reason
 SAMPLE_CHARS = 300  # characters shown per document
@@ -101,7 +102,7 @@ class Scan:
             b = {c: batch.column(i) for i, c in enumerate(cols)}
             for name, counts in self.counts.items():
                 if name in b:
-                    vc = _counts(b[name])
+                    vc = value_counts(b[name])
                     counts["before"].update(vc)
                     if not rejected:
                         counts["after"].update(vc)
@@ -117,10 +118,6 @@ class Scan:
                         self.tokens["rejected"][stage] += n
                 else:
                     self.tokens["kept"] += pc.sum(b[N_TOKENS]).as_py() or 0
-
-
-def _counts(arr) -> Counter:
-    return Counter({v["values"].as_py(): v["counts"].as_py() for v in pc.value_counts(arr) if v["values"].is_valid})
 
 
 def _sum_by(keys, values) -> dict:

@@ -5,22 +5,10 @@ Penedo et al. 2024, runs repetition first; quality first names short documents
 ``too_few_words`` rather than a repetition rule). A document is rejected with the first rule it fails, named in
 its reason (``gopher/too_few_words``, ``gopher_rep/dup_line_frac``, ``c4/lorem_ipsum``,
 ``fineweb/list_ratio`` ...). Every threshold is configurable; the defaults are the
-published ones:
-
-* Gopher quality (Rae et al. 2021, appendix A.1.1): 50-100,000 words; mean word
-  length 3-10 characters; '#' and ellipsis each <= 0.1 per word; <= 90 % of lines
-  starting with a bullet; <= 30 % of lines ending in an ellipsis; >= 80 % of words
-  containing a letter; >= 2 of the stop words {the, be, to, of, and, that, have, with}.
-* Gopher repetition (table A1): duplicate lines / paragraphs <= 0.30 of lines /
-  paragraphs and <= 0.20 of characters; the most frequent 2/3/4-gram covers <= 0.20 /
-  0.18 / 0.16 of characters; characters in repeated 5..10-grams <= 0.15 ... 0.10.
-* C4 (Raffel et al. 2020, section 2.2): drop lines that do not end in terminal
-  punctuation, have fewer than 3 words, or mention "javascript" or a cookie/terms
-  policy; reject pages with "lorem ipsum" or a curly brace, or with fewer than 5
-  sentences left. Line removal rewrites ``text`` (as C4 did); the number of removed
-  lines is in ``c4_lines_removed``.
-* FineWeb: lines ending in punctuation >= 0.12; lines of <= 30 characters <= 0.67;
-  characters in duplicated lines <= 0.01; newlines per word <= 0.3.
+published ones (the README's ``heuristics`` table lists them): Gopher quality (Rae et al.
+2021, appendix A.1.1), Gopher repetition (its table A1), C4 (Raffel et al. 2020, section
+2.2: line removal rewrites ``text``, as C4 did; the number of removed lines is in
+``c4_lines_removed``) and FineWeb's own rules.
 
 All statistics are computed over the whole batch at once (see ``textstats``).
 """

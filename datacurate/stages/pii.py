@@ -4,30 +4,16 @@ Redaction, not rejection: each match is replaced by its kind's token (``<EMAIL>`
 ``<IP_ADDRESS>``, ``<PHONE>``, ``<CARD>``) and nothing else in the text changes. As in
 datatrove's ``PIIFormatter`` and Dolma's PII taggers the detectors are patterns, but each
 candidate is then checked by what defines the kind, through maintained code where it
-exists:
+exists: ``ipaddress`` for IPs (globally routable ones only, by default), Google's
+libphonenumber data through ``phonenumbers`` for phone numbers, the Luhn check and the card
+networks' prefixes for cards (the README's ``pii`` section has each kind's rule). Kinds run
+in the order email, card, ip, phone, each on the text the previous one left, so a span is
+counted once (the digits of a card are never also a phone number).
 
-* ``email``: ``local@domain.tld`` (ASCII local part, a domain of labels and a 2-63 letter
-  TLD); one RE2 replace over the whole batch.
-* ``ip``: dotted-quad IPv4 and IPv6 candidates parsed by Python's :mod:`ipaddress`;
-  "1.2.300.4" does not parse and is left alone. By default only globally routable
-  addresses are redacted (``is_global``, not multicast; for IPv6 also within 2000::/3,
-  the global unicast space, so that ``a::b`` in code is not an address): private,
-  loopback, link-local, shared and documentation ranges identify no one.
-* ``phone``: Google's libphonenumber data through ``phonenumbers.PhoneNumberMatcher``
-  (numbers in international format for any region, national format for ``region``),
-  at leniency ``strict_grouping``: the number must be a valid number of its region and
-  its digits written in that number's own groups (or not grouped at all), and the matcher
-  itself skips dates, time stamps and slash-separated numbers. At ``valid`` an ISBN-10
-  ("7-808-53275-4") or a dotted version ("35.284.12.182") with 10 digits reads as a US
-  number: on the labelled set (benchmarks/eval_pii_url.py) ``valid`` altered 3 % of the
-  look-alikes, ``strict_grouping`` none, with the same recall.
-* ``card``: 13-19 digits, contiguous or grouped by spaces or dashes (one kind of separator,
-  3-7 groups of 3-6 digits), passing the Luhn check, with a card network's prefix (Visa,
-  Mastercard, Amex, Discover, Diners, JCB, UnionPay, Maestro; ``known_issuers_only``), so
-  an ISBN-13 (978/979) or an order number that passes Luhn by chance (1 in 10) is kept.
-
-Kinds run in that order (email, card, ip, phone) on the text the previous kind left, so
-a span is counted once (the digits of a card are never also a phone number).
+Phone leniency ``strict_grouping``: at ``valid`` an ISBN-10 ("7-808-53275-4") or a dotted
+version ("35.284.12.182") with 10 digits reads as a US number; on the labelled set
+(benchmarks/eval_pii_url.py) ``valid`` altered 3 % of the look-alikes, ``strict_grouping``
+none, with the same recall.
 
 Speed: phonenumbers is pure Python (about 1 ms per candidate), so no detector sees a
 document that a vectorised Arrow regex (RE2, over the whole batch) did not select, and

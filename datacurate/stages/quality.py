@@ -5,14 +5,10 @@ GPT-3 (Brown et al. 2020, appendix A) trained a classifier of curated text
 ``np.random.pareto(alpha=9) > 1 - score``: mostly high scores, plus a tail of lower
 ones for diversity. DCLM (Li et al. 2024) used a fastText bigram classifier and kept
 the top ~10 % by score; its filter beat every rule set it was compared with.
-
-``quality_score`` = P(``hq``) from ``classifiers/quality.ftz`` (how it was trained and
-its held-out metrics: ``classifiers/quality.json``). Two ways to decide:
-
-* ``threshold`` (default): reject below ``min_score`` -> ``quality/low_score``;
-* ``pareto``: GPT-3's rule -> ``quality/pareto_sample``. Each document's draw comes from
-  a hash of (``seed``, its id), so the same document gets the same verdict whatever the
-  batching or worker count.
+``quality_score`` = P(``hq``) from ``classifiers/quality.ftz``; ``mode: threshold`` or
+``pareto`` (GPT-3's rule, each document's draw a hash of (``seed``, its id), so a verdict
+does not depend on batching or worker count); empty text scores 0. The README's ``quality``
+section has the keys.
 
 The model reads each document's first ``max_chars`` characters (2,000 by default), as
 production classifiers bound their input: FineWeb-Edu (Penedo et al. 2024) scores the
@@ -22,10 +18,6 @@ makes the stage ~2.5x cheaper. Measured on the shipped model's held-out split
 ROC-AUC 0.9774 -> 0.9755 and F1 0.930 -> 0.929 at 2,000 against the whole text, within
 the split's sampling noise (bootstrap standard deviation 0.003 for ROC-AUC, 0.005 for
 F1); 99.5 % of held-out decisions are unchanged. 3,000 keeps more (0.9763) but saves less.
-
-The shipped model is English; with a ``lang`` column (from ``langid``) only rows in
-``languages`` are scored, the others get a null score and are kept. Empty text
-scores 0. Scores are recorded as a ten-bin histogram in stats.json.
 """
 
 from __future__ import annotations
@@ -106,8 +98,7 @@ class Quality(Stage):
         self.scorer = FastTextScorer(self.config.model or DEFAULT_MODEL, self.config.label, self.config.max_chars)
 
     def metrics(self, table: pa.Table) -> dict:
-        scores = table.column("quality_score").to_numpy(zero_copy_only=False).astype(np.float64)
-        return {"quality_score_hist": score_histogram(scores)}
+        return {"quality_score_hist": score_histogram(table.column("quality_score"))}
 
     def annotate(self, table: pa.Table):
         cfg = self.config

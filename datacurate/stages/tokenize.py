@@ -32,9 +32,6 @@ from datacurate.schema import N_TOKENS, TEXT, TOKENS
 from datacurate.stages.base import Stage, first_reason
 from datacurate.tokenizer import load_tokenizer
 
-TOKENS_TYPE = pa.large_list(pa.uint32())
-
-
 @dataclass
 class TokenizeConfig:
     tokenizer: Optional[str] = opt(None, "tokenizer.json; null = the shipped sample-bpe-8k.json")

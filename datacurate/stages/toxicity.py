@@ -1,29 +1,21 @@
 """Stage ``toxicity``: a fastText toxicity classifier plus the LDNOOBW word-list rule.
 
-Two rules, each can be turned off:
+Two rules, each can be turned off (keys, defaults and reasons: the README's ``toxicity``
+section):
 
 * ``classifier``: a fastText model trained sentence by sentence on hand labels to find
-  explicit offence (profanity, slurs, crude sexual wording, insult words, explicit
-  threats; the explicit / implicit split of Waseem et al. 2017), classifiers/README.md;
-  Dolma (Soldaini et al. 2024) likewise scored sentences with fastText classifiers
-  trained on Jigsaw toxic comments. With
-  ``granularity: sentence`` (default) every sentence is scored and ``toxicity_score`` is
-  made from their P(toxic) by ``aggregate``: ``mean`` (default), ``max`` (the worst
-  sentence), or ``share``: the share of sentences at or above ``unit_threshold``, by
-  default the one-sentence decision threshold recorded in the model's card
-  (``decision_threshold.threshold``). The shipped model's scores are not calibrated (its
-  threshold is 0.9, not 0.5), so its mean P(toxic) is a ranking, not a share of toxic
-  sentences; ``share`` is that share (pipelines/sample.yaml uses it). ``line`` does the
-  same per line, ``document`` scores the whole text at once. Reject above ``max_score``
-  -> ``toxicity/model_score``. English only by default: with a ``lang`` column, rows of
-  other languages get a null score.
+  explicit offence (the explicit / implicit split of Waseem et al. 2017),
+  classifiers/README.md; Dolma (Soldaini et al. 2024) likewise scored sentences with
+  fastText classifiers trained on Jigsaw toxic comments. A document's ``toxicity_score``
+  is made from its sentences' (or lines') P(toxic) by ``aggregate``: ``mean``, ``max`` or
+  ``share`` (at or above the one-sentence decision threshold of the model's card). The
+  shipped model's scores are not calibrated (its threshold is 0.9, not 0.5), so its mean
+  P(toxic) is a ranking, not a share of toxic sentences; ``share`` is that share.
 * ``wordlist``: C4 (Raffel et al. 2020) removed every page containing a word of the
   "List of Dirty, Naughty, Obscene or Otherwise Bad Words"; mC4 (Xue et al. 2021) did
   so per language, without word boundaries for ja / th / zh. The list is chosen per row
-  by ``lang`` (the default language when there is none, or no list for it), matching is
-  case-insensitive and whole-word ("Scunthorpe" and "assessment" do not match), entries
-  may be phrases. ``toxicity_wordlist_hits`` counts matches; at ``min_matches`` ->
-  ``toxicity/wordlist``. The lists ship in ``datacurate/resources/ldnoobw`` (CC BY 4.0).
+  by ``lang``; matching is case-insensitive and whole-word ("Scunthorpe" and "assessment"
+  do not match). The lists ship in ``datacurate/resources/ldnoobw`` (CC BY 4.0).
 
 Matching is one RE2 regex per language over the batch. RE2 has no look-around, so
 a word boundary is a consumed non-word character; every non-word character of the
@@ -177,9 +169,9 @@ class Toxicity(Stage):
         self.wordlist = WordList(self.config.wordlist) if self.config.wordlist.enabled else None
 
     def metrics(self, table: pa.Table) -> dict:
-        scores = table.column("toxicity_score").to_numpy(zero_copy_only=False).astype(np.float64)
         hits = table.column("toxicity_wordlist_hits").fill_null(0).to_numpy(zero_copy_only=False)
-        return {"toxicity_score_hist": score_histogram(scores), "toxicity_wordlist_docs": int((hits > 0).sum())}
+        return {"toxicity_score_hist": score_histogram(table.column("toxicity_score")),
+                "toxicity_wordlist_docs": int((hits > 0).sum())}
 
     def _score(self, text: pa.ChunkedArray | pa.Array) -> np.ndarray:
         clf = self.config.classifier

@@ -3,28 +3,9 @@
 Blocklists are what web pipelines start with: C4 and RefinedWeb (Penedo et al. 2023)
 drop pages of the adult categories of the Université Toulouse 1 list (UT1, "blacklists",
 about 4 M domains in ~100 categories); datatrove's ``URLFilter``, Dolma and NeMo Curator
-ship the same step. ``blocklist`` takes files and directories:
-
-* the UT1 layout: a folder per category holding ``domains`` and / or ``urls`` files
-  (other files, such as ``usage``, are ignored); a directory of such folders is every
-  category in it;
-* plain lists: any other file is one category named by its stem (``adult.txt`` ->
-  ``adult``); an entry with a ``/`` is a URL entry, any other a domain.
-
-One entry per line; blank lines and ``#`` comments are skipped. A host is normalised
-the same way in the lists and in the documents: lowercased, user info, port and a
-trailing dot dropped, a leading ``www.`` removed, internationalised names converted to
-punycode (IDNA 2008 with UTS 46 mapping through the ``idna`` package, IDNA 2003 from
-the standard library as a fallback), so ``BÜCHER.example`` and ``xn--bcher-kva.example``
-are one host. A URL is blocked when its host equals a listed domain or is a subdomain of
-one (``evil.com`` blocks ``a.evil.com``, never ``notevil.com`` or ``evil.com.example.org``),
-or when a listed URL (host + path, no scheme) equals the URL without its scheme and
-fragment or is a prefix of it ending at a ``/``, ``?`` boundary.
-
-Reasons: ``url_filter/<category>`` (the first category, in sorted order, listing the
-domain or URL); ``url_filter/bad_url`` for a value that is not a string or has no valid
-host; ``url_filter/missing`` for a missing or empty URL with ``missing: reject`` (by
-default such documents pass, as do all when the batch has no ``url_field`` column).
+ship the same step. The list layouts (UT1 folders or plain lists), the one normal form of
+a host (IDNA 2008 with UTS 46 through ``idna``, IDNA 2003 as a fallback), what blocks a
+URL and the reasons are in the README's ``url_filter`` section.
 
 Cost: URLs are parsed for the whole batch by one RE2 regex (Arrow; a second one only for
 the URLs without a scheme); hosts are normalised (Arrow) and looked up (dict probes, one
@@ -78,7 +59,7 @@ class UrlFilterConfig:
 
 
 def normalise_hosts(hosts: pa.Array) -> pa.Array:
-    """The one form of every host (see the module docstring); null where it is not a valid host."""
+    """The one form of every host (see the README); null where it is not a valid host."""
     hosts = pc.replace_substring_regex(pc.utf8_rtrim(pc.utf8_lower(hosts), "."), r"^www\.", "")
     ascii_ = np.asarray(pc.fill_null(pc.string_is_ascii(hosts), True))
     if not ascii_.all():  # internationalised names: punycode, one by one (few)
@@ -144,12 +125,10 @@ class Blocklist:
     """Listed domains and URLs -> category, in normalised form."""
 
     def __init__(self, paths: list[str], categories: list[str] | None = None):
-        self.categories: list[str] = []
         self.domains: dict[str, int] = {}
         self.urls: dict[str, int] = {}
         files = [(c, f) for c, f in list_files(paths) if categories is None or c in categories]
-        for cat in sorted({c for c, _ in files}):
-            self.categories.append(cat)
+        self.categories: list[str] = sorted({c for c, _ in files})
         index = {c: i for i, c in enumerate(self.categories)}
         for cat, f in sorted(files, key=lambda cf: (cf[0], str(cf[1]))):
             entries = _entries(f)
@@ -171,16 +150,15 @@ class Blocklist:
         if not self.domains and not self.urls:
             what = f" of categories {categories}" if categories is not None else ""
             raise ConfigError(f"url_filter: no domain or URL{what} in blocklist {', '.join(paths)}")
-        self.url_hosts = {u.split("/", 1)[0].split("?", 1)[0] for u in self.urls}
         lengths: dict[str, set[int]] = {}
         for u in self.urls:
             lengths.setdefault(u.split("/", 1)[0].split("?", 1)[0], set()).add(len(u))
-        self.url_lengths = {h: sorted(ls) for h, ls in lengths.items()}  # the entries' lengths, per host
+        self.url_lengths = {h: sorted(ls) for h, ls in lengths.items()}  # the URL entries' lengths, per host
 
     def lookup(self, host: str, rest: str) -> int:
         """Category index of a normalised host and its path + query, -1 when not listed."""
         c = self.domain(host)
-        return c if c >= 0 or host not in self.url_hosts else self.url(host, rest)
+        return c if c >= 0 or host not in self.url_lengths else self.url(host, rest)
 
     def domain(self, host: str) -> int:
         """Category of the listed domain ``host`` equals or is a subdomain of; -1 when none."""
@@ -244,7 +222,7 @@ class UrlFilter(Stage):
         rows_host = np.asarray(pc.fill_null(enc.indices, len(norm)))
         cat = per_host[rows_host]
         if bl.urls:
-            url_host = np.array([h in bl.url_hosts for h in norm] + [False])
+            url_host = np.array([h in bl.url_lengths for h in norm] + [False])
             rows = np.flatnonzero(url_host[rows_host] & (cat < 0))
             rests = rest.take(pa.array(rows)).to_pylist()
             cat[rows] = [bl.url(norm[rows_host[i]], r) for i, r in zip(rows, rests)]

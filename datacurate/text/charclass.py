@@ -26,28 +26,26 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from datacurate.text.chunks import CHUNK_BYTES, cut_runs
-from datacurate.text.minhash import code_points, utf8_buffer
+from datacurate.text.chunks import CHUNK_BYTES, code_points, cut_runs, utf8_buffer
 
 
-class RegexClass:
-    """Membership of code points in a one-character RE2 pattern (e.g. ``[\\pP\\pS]``)."""
+class CharTable:
+    """A property of code points (``_ask``, ``dtype``): tabled for the Basic Multilingual
+    Plane on first use, asked for the few beyond it as they occur; ``by_byte`` gives it by
+    byte value (ASCII; the bytes >= 128 start no character and hold ``fill``)."""
 
-    def __init__(self, pattern: str):
-        self.pattern = f"^(?:{pattern})$"
-        self._bmp: np.ndarray | None = None
-        self._ascii: np.ndarray | None = None  # (256,) by byte value; bytes >= 128 are not characters
+    dtype, fill = bool, False
+    _bmp = _ascii = None
 
     def _ask(self, cps: np.ndarray) -> np.ndarray:
-        chars = pa.array([chr(c) for c in cps.tolist()], pa.string())
-        return np.asarray(pc.match_substring_regex(chars, self.pattern), dtype=bool)
+        raise NotImplementedError
 
     def of(self, cp: np.ndarray) -> np.ndarray:
         if self._bmp is None:  # once per process: the plane less the surrogates (no UTF-8 for them)
             valid = np.concatenate([np.arange(0xD800), np.arange(0xE000, 0x10000)])
-            self._bmp = np.zeros(0x10000, dtype=bool)
+            self._bmp = np.full(0x10000, self.fill, dtype=self.dtype)
             self._bmp[valid] = self._ask(valid)
-        out = np.zeros(len(cp), dtype=bool)
+        out = np.full(len(cp), self.fill, dtype=self.dtype)
         small = cp < 0x10000
         out[small] = self._bmp[cp[small]]
         if not small.all():
@@ -55,18 +53,29 @@ class RegexClass:
             out[~small] = self._ask(uniq)[inv]
         return out
 
+    def by_byte(self) -> np.ndarray:
+        if self._ascii is None:
+            self._ascii = np.full(256, self.fill, dtype=self.dtype)
+            self._ascii[:128] = self.of(np.arange(128))
+        return self._ascii
+
+
+class RegexClass(CharTable):
+    """Membership of code points in a one-character RE2 pattern (e.g. ``[\\pP\\pS]``)."""
+
+    def __init__(self, pattern: str):
+        self.pattern = f"^(?:{pattern})$"
+
+    def _ask(self, cps: np.ndarray) -> np.ndarray:
+        chars = pa.array([chr(c) for c in cps.tolist()], pa.string())
+        return np.asarray(pc.match_substring_regex(chars, self.pattern), dtype=bool)
+
 
 def _members(raw: np.ndarray, cls: RegexClass) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(mask of the bytes that start a ``cls`` character, and the first byte, byte length
-    and membership of every multi-byte character): ASCII bytes by value, the others decoded."""
-    if cls._ascii is None:
-        cls._ascii = np.zeros(256, dtype=bool)
-        cls._ascii[:128] = cls.of(np.arange(128))
-    member = cls._ascii[raw]
-    lead, size, cp = code_points(raw)
-    multi = cls.of(cp) if len(lead) else np.zeros(0, dtype=bool)
-    member[lead] = multi
-    return member, lead, size, multi
+    and membership of every multi-byte character)."""
+    (member,), lead, size = _starts(raw, [cls])
+    return member, lead, size, member[lead]
 
 
 def _by_runs(t: pa.Array | pa.ChunkedArray, run: Callable) -> pa.LargeStringArray:
@@ -112,10 +121,7 @@ def _starts(raw: np.ndarray, classes: list[RegexClass]) -> tuple[list[np.ndarray
     lead, size, cp = code_points(raw)
     masks = []
     for cls in classes:
-        if cls._ascii is None:
-            cls._ascii = np.zeros(256, dtype=bool)
-            cls._ascii[:128] = cls.of(np.arange(128))
-        m = cls._ascii[raw]
+        m = cls.by_byte()[raw]  # ASCII bytes by value, the others decoded
         if len(lead):
             m[lead] = cls.of(cp)
         masks.append(m)

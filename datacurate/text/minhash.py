@@ -26,13 +26,13 @@ documents (no words) get all 0xFFFFFFFF; a document of 1 to n-1 words is one shi
 from __future__ import annotations
 
 import threading
-from typing import Optional
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from datacurate.text.chunks import CHUNK_BYTES, cut_runs
+from datacurate.text.charclass import RegexClass
+from datacurate.text.chunks import CHUNK_BYTES, code_points, cut_runs, utf8_buffer
 from datacurate.text.textstats import mix
 
 # separators: punctuation, symbols, control characters and every Unicode space but U+0020
@@ -79,39 +79,9 @@ def _scratch(n: int) -> np.ndarray:
             return buf[:n]
         _LOCAL.buf = buf
     return buf[:n]
-_BMP_SEP: Optional[np.ndarray] = None
 
 
-def _is_sep(cp: np.ndarray) -> np.ndarray:
-    """Which code points are separators, by the very regex normalize() uses (RE2's
-    Unicode tables): a table for the Basic Multilingual Plane, built on first use."""
-    global _BMP_SEP
-    if _BMP_SEP is None:
-        cps = np.concatenate([np.arange(0xD800), np.arange(0xE000, 0x10000)])  # no surrogates
-        table = np.zeros(0x10000, dtype=bool)
-        table[cps] = np.asarray(pc.match_substring_regex(pa.array([chr(c) for c in cps]), _SEP_RE))
-        _BMP_SEP = table
-    out = np.zeros(len(cp), dtype=bool)
-    bmp = cp < 0x10000
-    out[bmp] = _BMP_SEP[cp[bmp]]
-    if not bmp.all():  # emoji, historic scripts ...: look up the few distinct ones
-        uniq, inv = np.unique(cp[~bmp], return_inverse=True)
-        out[~bmp] = np.asarray(pc.match_substring_regex(pa.array([chr(c) for c in uniq]), _SEP_RE))[inv]
-    return out
-
-
-def code_points(raw: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(position of the first byte, byte length, code point) of every multi-byte
-    character of a UTF-8 buffer, decoded in NumPy."""
-    n = len(raw)
-    lead = np.flatnonzero(raw >= 0xC0)
-    b0 = raw[lead].astype(np.int64)
-    size = 2 + (b0 >= 0xE0) + (b0 >= 0xF0)
-    c1, c2, c3 = (raw[np.minimum(lead + k, n - 1)].astype(np.int64) & 0x3F for k in (1, 2, 3))
-    cp = np.where(size == 2, ((b0 & 0x1F) << 6) | c1,
-                  np.where(size == 3, ((b0 & 0x0F) << 12) | (c1 << 6) | c2,
-                           ((b0 & 0x07) << 18) | (c1 << 12) | (c2 << 6) | c3))
-    return lead, size, cp
+_SEP = RegexClass(_SEP_RE)  # the very class normalize() replaces (RE2's Unicode tables)
 
 
 def word_hashes(t: pa.LargeStringArray) -> tuple[np.ndarray, np.ndarray]:
@@ -132,7 +102,7 @@ def word_hashes(t: pa.LargeStringArray) -> tuple[np.ndarray, np.ndarray]:
     w = (((raw | 32) - 97) < 26) | ((raw - 48) < 10) | (raw >= 128)
     lead, size, cp = code_points(raw)
     if len(lead):
-        sep = _is_sep(cp)
+        sep = _SEP.of(cp)
         for k in range(4):
             w[(lead + k)[sep & (k < size)]] = False
     padded = np.zeros(n_bytes + 2, dtype=np.int8)
@@ -144,14 +114,6 @@ def word_hashes(t: pa.LargeStringArray) -> tuple[np.ndarray, np.ndarray]:
         edges = np.insert(edges, np.repeat(np.searchsorted(edges, cut), 2), np.repeat(cut, 2))
     s, e = edges[0::2], edges[1::2]  # (W,) first byte of each word, one past its last
     return span_hashes(raw, s, e), np.searchsorted(s, off)
-
-
-def utf8_buffer(t: pa.LargeStringArray) -> tuple[np.ndarray, np.ndarray]:
-    """(the UTF-8 bytes of all texts, (N+1,) byte offsets from 0), without a copy."""
-    off = np.frombuffer(t.buffers()[1], dtype=np.int64)[t.offset : t.offset + len(t) + 1]
-    data = t.buffers()[2]
-    raw = np.frombuffer(data, dtype=np.uint8)[off[0] : off[-1]] if data is not None else np.zeros(0, np.uint8)
-    return raw, off - off[0]
 
 
 def span_hashes(raw: np.ndarray, s: np.ndarray, e: np.ndarray) -> np.ndarray:

@@ -20,39 +20,26 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from datacurate.text.minhash import code_points, span_hashes, spans_by_runs, utf8_buffer
+from datacurate.text.charclass import CharTable
+from datacurate.text.chunks import code_points, utf8_buffer
+from datacurate.text.minhash import span_hashes, spans_by_runs
 from datacurate.text.textstats import mix
 
 SPACE, WORD, PUNCT = 0, 1, 2
-_BMP: Optional[np.ndarray] = None
-_BYTE: Optional[np.ndarray] = None
 _NGRAM_SALT = np.uint64(0x2545F4914F6CDD1D)
 
 
-def _char_class(c: str) -> int:
-    return WORD if (c.isalnum() or c == "_") else SPACE if c.isspace() else PUNCT
+class _Classes(CharTable):
+    """SPACE, WORD or PUNCT of each code point, by Python's own ``re`` classes."""
+
+    dtype, fill = np.int8, PUNCT
+
+    def _ask(self, cps: np.ndarray) -> np.ndarray:
+        return np.array([WORD if c.isalnum() or c == "_" else SPACE if c.isspace() else PUNCT
+                         for c in map(chr, cps.tolist())], dtype=np.int8)
 
 
-def _classes(cp: np.ndarray) -> np.ndarray:
-    """Class of each code point: a table for the Basic Multilingual Plane, built on first use."""
-    global _BMP
-    if _BMP is None:
-        _BMP = np.array([_char_class(chr(c)) for c in range(0x10000)], dtype=np.int8)
-    out = np.full(len(cp), PUNCT, dtype=np.int8)
-    bmp = cp < 0x10000
-    out[bmp] = _BMP[cp[bmp]]
-    if not bmp.all():
-        uniq, inv = np.unique(cp[~bmp], return_inverse=True)
-        out[~bmp] = np.array([_char_class(chr(c)) for c in uniq], dtype=np.int8)[inv]
-    return out
-
-
-def _byte_classes() -> np.ndarray:
-    """(256,) class by byte value: ASCII characters; bytes >= 128 are placeholders."""
-    global _BYTE
-    if _BYTE is None:
-        _BYTE = np.array([_char_class(chr(b)) if b < 128 else PUNCT for b in range(256)], dtype=np.int8)
-    return _BYTE
+_CLASSES = _Classes()
 
 
 def _tokens(t: pa.LargeStringArray) -> tuple[np.ndarray, np.ndarray]:
@@ -61,10 +48,10 @@ def _tokens(t: pa.LargeStringArray) -> tuple[np.ndarray, np.ndarray]:
     n = len(raw)
     if n == 0:
         return np.zeros(0, np.uint64), np.zeros(len(t) + 1, np.int64)
-    cls = _byte_classes()[raw]  # (n,) int8: ASCII by value; bytes of multi-byte characters fixed below
+    cls = _CLASSES.by_byte()[raw]  # (n,) int8: ASCII by value; bytes of multi-byte characters fixed below
     lead, size, cp = code_points(raw)
     if len(lead):
-        c = _classes(cp)
+        c = _CLASSES.of(cp)
         for k in range(4):
             sel = k < size
             cls[np.minimum(lead[sel] + k, n - 1)] = c[sel]

@@ -91,13 +91,11 @@ def fetch_checkpoint(url: str, cache_dir: str | None = None) -> str:
     """A checkpoint in a bucket (a checkpoint prefix, ``.../checkpoints``, ``.../checkpoints/latest``
     or a training output) downloaded into the cache; its local directory."""
     url = url.rstrip("/")
-    candidates = [url] if storage.isfile(storage.join(url, "state.json")) else []
-    for pointer in (url, storage.join(url, LATEST), storage.join(url, "checkpoints", LATEST)):
-        if not candidates and storage.isfile(pointer):
-            candidates.append(storage.join(pointer.rsplit("/", 1)[0], storage.read_text(pointer).strip()))
-    if not candidates:
+    pointers = (url, storage.join(url, LATEST), storage.join(url, "checkpoints", LATEST))  # ``latest``: "step-<N>"
+    src = url if storage.isfile(storage.join(url, "state.json")) else next(
+        (storage.join(p.rsplit("/", 1)[0], storage.read_text(p).strip()) for p in pointers if storage.isfile(p)), None)
+    if src is None:
         raise CheckpointError(f"{url}: not a complete checkpoint (no state.json + model.pt, no checkpoints/latest)")
-    src = candidates[0]
     local = os.path.join(cache_dir or os.path.join(storage.cache_root(), "checkpoints"), storage.url_key(src))
     for name in storage.listdir(src):
         storage.get_file(storage.join(src, name), os.path.join(local, name))
@@ -106,9 +104,7 @@ def fetch_checkpoint(url: str, cache_dir: str | None = None) -> str:
 
 def write_json(path: str, data) -> None:
     """``data`` as JSON at ``path``, written whole (a temporary file renamed over it)."""
-    with open(path + ".tmp", "w") as f:
-        json.dump(data, f, indent=2)
-    os.replace(path + ".tmp", path)
+    storage.write_text(path, json.dumps(data, indent=2))
 
 
 def truncate_jsonl(path: str, step: int) -> None:
@@ -125,9 +121,7 @@ def truncate_jsonl(path: str, step: int) -> None:
                 keep.append(ln)
         except (ValueError, KeyError):
             break  # a line cut by the kill
-    with open(path + ".tmp", "w") as f:
-        f.writelines(keep)
-    os.replace(path + ".tmp", path)
+    storage.write_text(path, "".join(keep))
 
 
 def read_state(path: str) -> dict:
@@ -135,9 +129,12 @@ def read_state(path: str) -> dict:
         return json.load(f)
 
 
-def load_model(path: str, device: str = "cpu", tokenizer_sha256: Optional[str] = None) -> tuple[GPT, dict]:
-    """(model in eval mode, state) of checkpoint ``path``; refuses another tokenizer's."""
-    path = resolve(path)
+def load_model(path: str, device: str = "cpu", tokenizer_sha256: Optional[str] = None, longest: int = 0,
+               name: Optional[str] = None) -> tuple[GPT, dict]:
+    """(model in eval mode, state) of checkpoint ``path``; refuses another tokenizer's, and one
+    whose max_seq_len is shorter than ``longest`` (the shards' longest bucket; ``name``: the
+    checkpoint as that error names it, default ``path``)."""
+    given, path = path, resolve(path)
     state = read_state(path)
     if tokenizer_sha256 and state.get("tokenizer_sha256") != tokenizer_sha256:
         raise CheckpointError(f"{path}: trained with tokenizer {str(state.get('tokenizer_sha256'))[:12]}…, the shards "
@@ -147,6 +144,9 @@ def load_model(path: str, device: str = "cpu", tokenizer_sha256: Optional[str] =
         model.load_state_dict(torch.load(os.path.join(path, "model.pt"), map_location="cpu", weights_only=True))
     except (RuntimeError, EOFError, OSError) as e:
         raise CheckpointError(f"{path}: model.pt does not load ({str(e).splitlines()[0]})") from None
+    if longest > model.shape.max_seq_len:
+        raise CheckpointError(f"{name or given}: max_seq_len {model.shape.max_seq_len} is shorter than the longest "
+                              f"bucket ({longest})")
     return model.to(device).eval(), state
 
 

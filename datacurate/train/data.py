@@ -8,27 +8,15 @@ sees the same number of tokens whatever the bucket.
 :class:`StepSampler` makes which sequences form step ``s`` a pure function of
 ``(seed, s)``; a worker of a data-parallel run takes its rank's contiguous slice of
 that global batch. A resumed run therefore needs nothing but ``s`` to see exactly the
-batches an uninterrupted run would, whatever the worker count. It combines:
-
-* **domain weights** ``w_d`` (a mapping or a DoReMi ``domain_weights.json``): each domain
-  keeps its own length distribution ``share[d, i]`` (its tokens in bucket ``i`` over its
-  tokens), bucket ``i`` is then worth ``P(i) = sum_d w_d share[d, i]`` of the steps, and
-  within a step of bucket ``i`` the domain of each sequence is drawn with odds
-  ``w_d share[d, i]``. The expected token share of domain ``d`` is exactly ``w_d``, with
-  no sequence repeated or dropped on disk to bake the mixture in.
-* **a length curriculum**: ``uniform`` draws each step's bucket with odds ``P(i)``;
-  ``grow_p2`` is the paper's "Grow-P2" curriculum: training is cut into ``cycles``
-  cycles, each holds every bucket's quota of steps (``P(i)`` of the cycle), drawn without
-  replacement, the next bucket chosen among those with steps left with odds
-  ``remaining_i * 2^(n-1-i)`` (shortest bucket ``i = 0``), so short sequences dominate
-  the start of a cycle and long ones its end. The paper's Table 2: cyclic Grow-P2 gave
-  the best average accuracy at 8 cycles.
-* **a held-out eval split**: a fraction of every domain's sequences, never drawn for
-  training, chosen by ``split_seed`` alone (not the training seed), so runs that differ
-  in seed, weights or curriculum are evaluated on the same sequences.
-
-Sequences of each (bucket, domain) pool are drawn without replacement: a seeded
-permutation per pass over the pool, a new one for the next pass.
+batches an uninterrupted run would, whatever the worker count. It combines domain
+weights, a length curriculum and a held-out eval split (the README's "Training" gives
+each). With weights ``w_d``, each domain keeps its own length distribution ``share[d, i]``
+(its tokens in bucket ``i`` over its tokens), bucket ``i`` is worth ``P(i) = sum_d w_d
+share[d, i]`` of the steps, and within a step of bucket ``i`` the domain of each sequence
+is drawn with odds ``w_d share[d, i]``: the expected token share of domain ``d`` is
+exactly ``w_d``, with no sequence repeated or dropped on disk to bake the mixture in.
+``grow_p2`` is the paper's "Grow-P2" curriculum (its Table 2: cyclic Grow-P2 gave the
+best average accuracy at 8 cycles).
 """
 
 from __future__ import annotations

@@ -3,17 +3,9 @@ Language Model Pretraining", NeurIPS 2023).
 
 Two small models find the domain weights: a **reference** model trained on a reference
 mixture (natural token shares by default), then a **proxy** model of the same shape
-trained with Group DRO against it, sampling domains uniformly. Every proxy step (the
-paper's Algorithm 1):
-
-* per-token excess loss ``max(proxy loss - reference loss, 0)``; per-domain excess =
-  its mean over the domain's tokens in the step (all workers together: the sums and
-  token counts are all-reduced, so every rank holds the same weights whatever the worker
-  count); a domain absent from the step keeps its last value;
-* ``alpha <- softmax(log alpha + eta * excess)``, then ``alpha <- (1 - c) alpha + c / k``
-  (defaults eta = 1, c = 1e-3, as the paper);
-* the proxy's loss is ``sum_d alpha_d * (mean loss of domain d's tokens in the step)``.
-
+trained with Group DRO against it (the paper's Algorithm 1; defaults eta = 1, c = 1e-3, as
+the paper; the README's "DoReMi domain weights" gives every step). The per-domain excess
+losses are all-reduced, so every rank holds the same weights whatever the worker count.
 The output is the average of ``alpha`` over all proxy steps, ``domain_weights.json``
 (flat ``{domain: weight}``, the shape the reference code writes), which ``train``
 (``data.domain_weights``) and ``decompose`` (``mixture_file``) read directly. On The Pile

@@ -1,21 +1,9 @@
-"""Scoring a trained model on what ``datacurate ablate`` evaluates every arm on.
-
-* **Held-out text** (:func:`text_loss`): documents are encoded with one tokenizer, each
-  followed by its EOS as the shards do, concatenated, and cut into consecutive windows of
-  ``seq_len`` tokens (the last one shorter); the loss is the mean next-token
-  cross-entropy over every predicted token, in nats per token. With one tokenizer for all
-  arms every arm predicts the same tokens, so the numbers compare.
-* **Multiple choice** (:func:`score_task`), as lm-evaluation-harness scores its
-  ``multiple_choice`` tasks: the continuation of choice ``c`` is ``" " + c`` (the
-  harness's default ``target_delimiter``); trailing whitespace of the context moves to the
-  front of the continuation; ``context + continuation`` is encoded whole and the
-  continuation's tokens are those after the context's own encoding (``_encode_pair``); an
-  empty context is replaced by the EOS token; a pair longer than the model's window keeps
-  its last ``max_seq_len + 1`` tokens. A choice's score is the summed log-likelihood of its
-  tokens. ``acc`` = argmax of the sums; ``acc_norm`` = argmax of the sums divided by the
-  choice's length **in characters** (``len(choice)`` of the choice string without the
-  delimiter: the harness's ``completion_len = [float(len(i)) for i in choices]``; for
-  ASCII text that is its byte length, for other text it is not).
+"""Scoring a trained model on what ``datacurate ablate`` evaluates every arm on: held-out
+text loss (:func:`text_loss`: documents encoded with one tokenizer, each followed by its
+EOS as the shards do, cut into windows of ``seq_len``; nats per token) and multiple-choice
+tasks (:func:`score_task`), scored as lm-evaluation-harness scores its ``multiple_choice``
+tasks (its ``_encode_pair``, ``target_delimiter`` and ``acc_norm`` by the choice's length
+in characters); the README's "Ablations" section gives the details.
 """
 
 from __future__ import annotations

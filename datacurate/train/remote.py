@@ -1,19 +1,9 @@
-"""Training from and to object storage (``shards: s3://...``, ``output: s3://...``).
-
-* Shards: every file the manifest lists is streamed into a local cache
-  (``cache_dir``, default ``~/.cache/datacurate/shards``) and memory-mapped there, as a
-  local shard set is. A file is checked against the size the manifest gives it (``n`` x
-  sequence length x item size) before and after the download, and after it against the
-  xxh3-128 digest the manifest records (a mismatch is a one-line error and the file is
-  dropped from the cache); the cache is keyed by the
-  URL and the manifest's sha256, so a rewritten shard set is fetched again. The cache is
-  capped (``cache_max_gb``): older cached shard sets go first, and a set larger than the
-  cap is a one-line error.
-* Output (:func:`mirrored`, a context manager around the loop): the loop writes into a
-  local mirror; each checkpoint is then uploaded file by file (each object appears whole:
-  one PUT or one completed multipart upload), ``state.json`` last, and only then is
-  ``checkpoints/latest`` (an object holding ``step-<N>``) rewritten: ``latest`` never names
-  an incomplete checkpoint. ``--resume`` reads ``latest`` from the bucket and downloads it.
+"""Training from and to object storage (``shards: s3://...``, ``output: s3://...``), as the
+README's "Object storage" section says under **Training**: remote shards are fetched into
+a capped local cache (keyed by the URL and the manifest's sha256, every file checked
+against the manifest's size and xxh3-128 digest) and memory-mapped there; a remote output
+is a local mirror (:func:`mirrored`, around the loop) whose checkpoints are uploaded whole,
+``state.json`` last, before ``checkpoints/latest`` names them.
 """
 
 from __future__ import annotations
@@ -75,10 +65,7 @@ def cache_shards(url: str, cache_dir: str | None = None, max_bytes: int | None =
                 os.remove(target)  # never memory-mapped, and fetched again next time
                 raise ConfigError(f"{src}: checksum {got} is not the manifest's {digests[rel]} (corrupted or "
                                   "overwritten)")
-    tmp = os.path.join(local, f"{MANIFEST}.tmp{os.getpid()}")
-    with open(tmp, "wb") as f:
-        f.write(raw)
-    os.replace(tmp, os.path.join(local, MANIFEST))  # last: a complete local copy
+    storage.write_bytes(os.path.join(local, MANIFEST), raw)  # last: a complete local copy
     os.utime(local)
     return local
 

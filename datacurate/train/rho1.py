@@ -6,13 +6,9 @@ only through the top ``ratio`` of a batch's tokens by excess loss (the paper kee
 its 1B model matched the baseline's few-shot math accuracy with 5-10x fewer tokens).
 Tokens the current model already fits as well as the reference (learned or easy) and
 tokens the reference finds hard too (noise, unpredictable text) are the ones dropped.
-
-Reference losses come from a frozen forward pass of the reference every step, or, as
-the paper suggests, once and offline: :func:`score_tokens` (``datacurate score-tokens``)
-writes ``len<L>/shard-<k>.refloss.bin`` (float16 ``[n, L-1]``: the loss of predicting
-token ``t+1``) next to every token file and lists them in the manifest with the
-reference's ``weights_sha256`` and tokenizer; training refuses a sidecar from another
-reference or tokenizer.
+Reference losses come from a frozen forward pass every step, or once and offline, as the
+paper suggests: :func:`score_tokens` writes a sidecar beside the token files (format and
+checks: the README's RHO-1 entry under "Training").
 """
 
 from __future__ import annotations
@@ -70,10 +66,7 @@ class Reference:
         elif sidecar == "require":
             raise ShardError(f"{ds.path}: no reference-loss sidecar (run datacurate score-tokens first)")
         if not self.from_sidecar:
-            self.model, _ = checkpoint.load_model(self.ckpt, device, tok)
-            if self.model.shape.max_seq_len < max(ds.seq_lens):
-                raise checkpoint.CheckpointError(f"reference {path}: max_seq_len {self.model.shape.max_seq_len} is "
-                                                 f"shorter than the longest bucket ({max(ds.seq_lens)})")
+            self.model, _ = checkpoint.load_model(self.ckpt, device, tok, max(ds.seq_lens), f"reference {path}")
             for p in self.model.parameters():
                 p.requires_grad_(False)
             if compile:  # as the trained model: one graph per bucket length
@@ -108,11 +101,8 @@ def score_tokens(ckpt_path: str, shard_dir: str, device: str = "cpu", tokens_per
     """Write the reference-loss sidecar of every token file of ``shard_dir``; return the
     manifest entry."""
     ds = ShardDataset(shard_dir)
-    model, state = checkpoint.load_model(ckpt_path, device, ds.tokenizer["sha256"])
+    model, state = checkpoint.load_model(ckpt_path, device, ds.tokenizer["sha256"], max(ds.seq_lens, default=0))
     autocast = (lambda: torch.autocast("cuda", dtype=torch.bfloat16)) if device == "cuda" else contextlib.nullcontext
-    if max(ds.seq_lens, default=0) > model.shape.max_seq_len:
-        raise checkpoint.CheckpointError(f"{ckpt_path}: max_seq_len {model.shape.max_seq_len} is shorter than the "
-                                         f"longest bucket ({max(ds.seq_lens)})")
     files, n_tokens = {}, 0
     for b in ds.manifest["buckets"].values():
         L = int(b["seq_len"])
@@ -127,7 +117,7 @@ def score_tokens(ckpt_path: str, shard_dir: str, device: str = "cpu", tokens_per
                 with autocast():  # the precision training's on-the-fly reference runs in
                     out[i:i + step] = model(x[:, :-1], x[:, 1:]).float().cpu().numpy().astype(SIDE_DTYPE)
             rel = f["tokens"].removesuffix(".tokens.bin") + ".refloss.bin"
-            shards._write_bytes(os.path.join(shard_dir, rel), out)
+            shards.write_file(os.path.join(shard_dir, rel), out)
             files[f["tokens"]] = rel
             n_tokens += out.size
     entry = {"checkpoint": os.path.abspath(checkpoint.resolve(ckpt_path)), "weights_sha256": state["weights_sha256"],
