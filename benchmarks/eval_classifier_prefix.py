@@ -29,7 +29,8 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import quality as recipe  # noqa: E402  (classifiers/recipes/quality.py)
 
-from datacurate.classify import FastTextScorer, binary_metrics, heldout_mask, load_card, roc_auc  # noqa: E402
+from datacurate.classify import FastTextScorer, binary_metrics, heldout_mask, roc_auc  # noqa: E402
+from datacurate.models.fasttext_model import load_card  # noqa: E402
 
 BOUNDS = [100_000, 5_000, 3_000, 2_000, 1_500, 1_000]
 

@@ -43,7 +43,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from datacurate.coerce import ConfigError, coerce, from_dict, opt, parse_override, read_yaml, set_key
-from datacurate.models.fasttext_model import FastTextScorer, load_card, normalize  # noqa: F401 - re-exported
+from datacurate.models.fasttext_model import FastTextScorer, normalize
 
 # ----------------------------------------------------------------------------- metrics
 

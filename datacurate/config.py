@@ -17,7 +17,7 @@ from typing import Any, Optional
 
 import yaml
 
-from datacurate.coerce import (ConfigError, coerce, from_dict, opt, parse_override, read_yaml,  # noqa: F401
+from datacurate.coerce import (ConfigError, coerce, opt, parse_override, read_yaml,  # noqa: F401
                                set_key, unknown_key)
 from datacurate.input_config import InputConfig  # noqa: F401 - re-exported
 from datacurate.registry import STAGES

@@ -32,27 +32,17 @@ from typing import Callable, Optional
 
 from datacurate import storage
 from datacurate.ablation_config import AblationConfig, arm_pipeline, arm_train_config, config_sha256
-from datacurate.config import ConfigError, dump_config, to_dict
+from datacurate.config import ConfigError, to_dict
 from datacurate.phases import faults
 from datacurate.engine.launch import launch_train, quiet
 from datacurate.intervals import excludes_zero, paired_difference, t_interval
+from datacurate.report.scan import read_json as _read_json
 
 STATE = "_ablate"  # under OUT: the configuration's hash
 
 
 def _write_json(path: str, value) -> None:
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(value, f, indent=2)
-    os.replace(tmp, path)
-
-
-def _read_json(path: str):
-    try:
-        with open(path) as f:
-            return json.load(f)
-    except (FileNotFoundError, ValueError):
-        return None
+    storage.write_text(path, json.dumps(value, indent=2))  # whole or not at all (a renamed temporary)
 
 
 def _start(cfg: AblationConfig, resume: bool, log) -> None:

@@ -22,6 +22,7 @@ from datacurate.engine.progress import Progress
 from datacurate.engine.process import build_stages, reserved_columns
 from datacurate.engine.stats import StageStats, finalize, format_funnel
 from datacurate.io import InputError, plan_reads
+from datacurate.report.scan import read_json
 from datacurate.schema import INPUT_STAGE
 
 OWNED = ("kept", "rejected", "stats.json", "config.yaml", "_work", "report.html")
@@ -186,7 +187,7 @@ def _run(cfg: PipelineConfig, progress: bool | None, log: Callable[[str], None],
         raise ConfigError(f"--resume: the unfinished run in {out} has another configuration (sha256 "
                           f"{started['sha256'][:12]}, now {digest[:12]}); run without --resume to start over")
     if resume and started is None:
-        done = _read_stats(out)
+        done = read_json(storage.join(out, "stats.json"))
         if done is not None and done.get("config_sha256") == digest:
             log(f"[datacurate] --resume: {out} holds a complete run of this configuration; nothing to do")
             return done
@@ -242,7 +243,7 @@ def _work(cfg: PipelineConfig, tasks, journal: Journal, staging: str, digest: st
     if cfg.train is not None:
         rep["train"] = launch_train(cfg.train, not fresh, cfg.ray, log if show else quiet)
     rep["config_sha256"] = digest
-    _write_stats(cfg, rep)  # last: its presence marks a complete run
+    storage.write_text(storage.join(out, "stats.json"), json.dumps(rep, indent=2))  # last: marks a complete run
     if not cfg.output.keep_work:
         storage.delete(storage.join(out, "_work"))
     return rep
@@ -257,13 +258,6 @@ def _write_report(out: str, log) -> None:
         write_report(out)
     except Exception as e:  # noqa: BLE001 - a failed report never fails a finished run
         log(f"[datacurate] warning: report.html not written: {type(e).__name__}: {e}")
-
-
-def _read_stats(out: str) -> dict | None:
-    try:
-        return json.loads(storage.read_text(storage.join(out, "stats.json")))
-    except (FileNotFoundError, json.JSONDecodeError):
-        return None
 
 
 def _curate(cfg: PipelineConfig, tasks, journal: Journal, staging: str, show: bool, log, resumed: bool,
@@ -355,10 +349,6 @@ def _curate(cfg: PipelineConfig, tasks, journal: Journal, staging: str, show: bo
 def stats_key(spec) -> str:
     """A stage's key in stats.json (its name, unless its class tells two instances apart)."""
     return spec.cls.stats_key(spec.config)
-
-
-def _write_stats(cfg: PipelineConfig, report: dict) -> None:
-    storage.write_text(storage.join(cfg.output.path, "stats.json"), json.dumps(report, indent=2))
 
 
 __all__ = ["run_pipeline", "format_funnel"]

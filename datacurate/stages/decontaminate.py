@@ -6,12 +6,8 @@ flagged a training document sharing any 13-gram with a test example; datatrove
 (``decont/n_grams.py``, 12-grams), Dolma (a Bloom filter of paragraphs) and Llama 2
 (token n-grams) do variants of the same. Here:
 
-* **Benchmarks**: ``benchmarks:`` files, directories or globs (JSONL or Parquet, local or
-  ``s3://``); every file is one benchmark named by its file stem (``mmlu.jsonl`` ->
-  ``mmlu``), or a ``{name: path}`` mapping names them. Every string of a record is one
-  text - string fields, strings inside lists (multiple-choice options) and inside nested
-  mappings, at any depth - unless ``fields:`` names the top-level fields to read; the
-  ``id_field`` is never indexed and names the record (else its 0-based position in the file).
+* **Benchmarks**: files, directories, globs or ``{name: path}`` (JSONL or Parquet, local or
+  ``s3://``); which strings of a record are read: the README's *decontaminate* section.
 * **Normalisation** (both sides, the same code): lowercase (Unicode, Arrow's
   ``utf8_lower``); every punctuation mark, symbol and non-space control character
   (Unicode P, S, Cc but ``\\t\\n\\v\\f\\r``) deleted, as GPT-3 and datatrove do
@@ -41,10 +37,7 @@ BoolQ, PIQA, WinoGrande, HumanEval, MBPP, ...: ~100k records of 10-300 words) ma
 few million 13-grams (an estimate from their sizes, not a measurement): 3 M n-grams hold 36 MB
 of index and an 8 MB bitmap.
 
-Outputs ``OUT/decontamination.json``, the leak report: per benchmark, its records and
-n-grams, how many records were found in the corpus and by how many documents (a
-document counts for every benchmark it holds ``min_matches`` n-grams of, though its
-reason names one), and each found record's id with its number of documents.
+Outputs ``OUT/decontamination.json``, the leak report (its fields: the README).
 """
 
 from __future__ import annotations

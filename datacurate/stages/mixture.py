@@ -19,7 +19,6 @@ weight is shared out over the others by the normalisation.
 from __future__ import annotations
 
 import json
-import os
 from typing import Optional
 
 import numpy as np

@@ -139,7 +139,7 @@ def test_granularity_and_aggregate():
 
 
 def test_aggregate_share_counts_units_at_the_cards_threshold():
-    from datacurate.classify import load_card
+    from datacurate.models.fasttext_model import load_card
     from datacurate.stages.toxicity import DEFAULT_MODEL
 
     abuse = "Shut up, you stupid fucking bitch."

@@ -34,7 +34,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 
 FD_ENV = "DATACURATE_SUPERVISOR_FD"  # the pipe the child announces its addresses on
 PROBE_TIMEOUT_S = 10.0

@@ -14,7 +14,8 @@ import json
 import os
 
 from datacurate import storage
-from datacurate.config import RayConfig, from_dict, to_dict
+from datacurate.coerce import from_dict
+from datacurate.config import RayConfig, to_dict
 
 
 def _worker(config: dict) -> None:
