@@ -109,7 +109,7 @@ class Evaluator:
         model, state = checkpoint.load_model(checkpoint_dir, device)
         if state.get("tokenizer_sha256") != info.sha256:
             raise ConfigError(f"eval: {checkpoint_dir} was trained on tokens of another tokenizer than {info.path} "
-                              "(set the arm's tokenize.tokenizer to it, or eval.tokenizer: arm)")
+                              "(give the arm's stage that makes tokens this tokenizer, or set eval.tokenizer: arm)")
         if model.shape.max_seq_len < self.cfg.seq_len:
             raise ConfigError(f"eval.seq_len {self.cfg.seq_len} is longer than the model's max_seq_len "
                               f"{model.shape.max_seq_len} (set budget.model.max_seq_len or eval.seq_len)")
