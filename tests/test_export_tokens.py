@@ -107,6 +107,8 @@ def test_datasets_loads_the_hf_export(clean):
     assert collections.Counter(decode(r["input_ids"]) for r in ds) == kept_texts(out)
     kept = pq.read_table(out / "kept", columns=["id", "domain"]).to_pylist()
     assert sorted((r["id"], r["domain"]) for r in ds) == sorted((r["id"], r["domain"]) for r in kept)
+    man = json.loads((exp / "export.json").read_text())  # the counts it reports are the dataset's
+    assert (man["documents"], man["tokens"]) == (len(ds), sum(len(r["input_ids"]) for r in ds))
     from transformers import AutoTokenizer
 
     assert AutoTokenizer.from_pretrained(str(exp)).decode(ds[0]["input_ids"]).endswith(EOS)

@@ -118,7 +118,8 @@ def _phase_write(path: str, cfg: ExportTokensConfig, piece_dir: str, dtype: str)
     out = hf_table(table)
     stem = storage.join(piece_dir, f"part-{part}.parquet")
     storage.write_parquet(out, stem)
-    return {"pieces": [{"stem": stem, "documents": out.num_rows, "tokens": len(out.column("input_ids").flatten())}]}
+    tokens = int(pc.sum(pc.list_value_length(out.column("input_ids"))).as_py() or 0)
+    return {"pieces": [{"stem": stem, "documents": out.num_rows, "tokens": tokens}]}
 
 
 def blend(tokens: dict[str, int], weights: Optional[dict[str, float]]) -> dict[str, float]:
