@@ -275,6 +275,18 @@ def test_arms_and_seeds_run_as_parallel_ray_jobs(tmp_path):
     assert all((tmp_path / "out" / arm / f"seed-{s}" / "eval.json").is_file() for arm in "ab" for s in (0, 1))
 
 
+def test_a_failed_parallel_unit_is_its_own_one_line_error(ray_session):
+    """A unit's error reaches the driver as itself (a ConfigError: the CLI's one line), not
+    as Ray's multi-line task-error wrapper."""
+    from datacurate.coerce import parse_override
+    from datacurate.engine.ray.jobs import Job, run_jobs
+
+    with pytest.raises(ConfigError) as e:
+        list(run_jobs([Job("bad", parse_override, ("no-equals-sign",))], 1))
+    assert str(e.value) == "--set 'no-equals-sign': expected KEY=VALUE"
+    assert not type(e.value).__module__.startswith("ray")
+
+
 def test_heuristics_beat_no_filter_on_half_junk_corpus(tmp_path):
     """Half Brown news prose, half generated junk (repeated lines, symbol soup,
     boilerplate); at equal tokens the heuristics arm has the lower loss on unseen Brown

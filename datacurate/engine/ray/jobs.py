@@ -57,7 +57,10 @@ def run_jobs(jobs: list[Job], limit: int) -> Iterator[tuple[Job, dict]]:
                 raise RuntimeError(f"jobs wait for jobs that never run: {[j.key for j in pending]}")
             ready, _ = ray.wait(list(running), num_returns=1)
             job = running.pop(ready[0])
-            out = ray.get(ready[0])
+            try:
+                out = ray.get(ready[0])
+            except ray.exceptions.RayTaskError as e:  # the unit's own error (one line), not Ray's wrapper
+                raise (e.cause if isinstance(e.cause, Exception) else e) from e
             done.add(job.key)
             yield job, out
     finally:
