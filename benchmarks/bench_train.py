@@ -206,13 +206,20 @@ class Bench:
             for fn in arms.values():
                 fn()
         rows = {name: [] for name in arms}
+        peak = {name: 0 for name in arms}  # bytes of GPU memory at the step's high point (CUDA)
         names = list(arms)
         for r in range(repeats):  # A B C, B C A, C A B ...: every arm takes every place in turn
             for name in names[r % len(names):] + names[:r % len(names)]:
+                if self.device == "cuda":
+                    torch.cuda.reset_peak_memory_stats()
                 rows[name].append(self.timed(arms[name]))
+                if self.device == "cuda":
+                    peak[name] = max(peak[name], torch.cuda.max_memory_allocated())
         return {name: {"median_tokens_per_s": statistics.median(n / dt for dt, n in r),
                        "median_step_s": statistics.median(dt for dt, _ in r), "steps": len(r),
-                       "tokens_per_step": r[0][1], "step_s": [round(dt, 4) for dt, _ in r]} for name, r in rows.items()}
+                       "tokens_per_step": r[0][1], "step_s": [round(dt, 4) for dt, _ in r],
+                       "peak_memory_gib": round(peak[name] / 2**30, 2) if self.device == "cuda" else None}
+                for name, r in rows.items()}
 
     def mfu(self, tokens_per_s: float, T: int) -> float | None:
         return self.model.flops_per_token(T) * tokens_per_s / PEAK_BF16 if self.device == "cuda" else None

@@ -123,6 +123,7 @@ class TrainConfig:
     seed: int = opt(0, "model init and every data draw")
     device: Literal["auto", "cpu", "cuda"] = opt("auto", "auto: cuda when present")
     compile: Optional[bool] = opt(None, "torch.compile; null = on with cuda")
+    precision: Literal["auto", "bf16", "fp32"] = opt("auto", "auto: bf16 autocast on cuda, fp32 on cpu")
     eval_every: int = opt(50, "steps between evaluations on the held-out split (and at the end); 0 = end only")
     checkpoint_every: int = opt(100, "steps between checkpoints (and at the end); 0 = end only")
     keep_checkpoints: int = opt(2, "newest checkpoints kept; 0 = all")

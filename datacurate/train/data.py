@@ -297,3 +297,40 @@ def grow_p2_cycle(p_bucket: np.ndarray, n_steps: int, seed: int, cycle: int) -> 
         out[s] = i
         quota[i] -= 1
     return out
+
+
+class DeviceBatches:
+    """Step ``s``'s tokens and side arrays on the training device, made while step ``s - 1``
+    runs (nanoGPT's overlap): :meth:`prefetch` gathers the memory-mapped rows, pins them
+    (CUDA) and queues a ``non_blocking`` copy behind the kernels already launched, so the
+    CPU's gather and the host-to-device copy hide under the GPU's work; :meth:`get` hands
+    the prepared step over (or makes it now when it was not prefetched, e.g. after resume).
+    What a step holds depends on ``step`` alone, so prefetching changes no result."""
+
+    def __init__(self, ds: ShardDataset, sampler: StepSampler, sides: tuple[str, ...], device: str):
+        import torch
+
+        self.torch, self.ds, self.sampler, self.sides, self.device = torch, ds, sampler, sides, device
+        self.pin = device == "cuda"
+        self._next: Optional[tuple] = None
+
+    def _load(self, step: int):
+        torch = self.torch
+        batch = self.sampler.batch(step)
+        arrays = self.ds.gather(batch.seq_len, batch.index, ["tokens", *self.sides])
+        host = {"tokens": torch.from_numpy(arrays.pop("tokens").astype(np.int64))}  # (B, L)
+        host.update({k: torch.from_numpy(v.astype(np.float32)) for k, v in arrays.items()})  # (B, L-1) each
+        if self.pin:
+            host = {k: v.pin_memory() for k, v in host.items()}
+        on = {k: v.to(self.device, non_blocking=self.pin) for k, v in host.items()}
+        return step, batch, on.pop("tokens"), on
+
+    def prefetch(self, step: int) -> None:
+        """Prepare ``step`` (no-op past the last step)."""
+        self._next = self._load(step) if step < self.sampler.steps else None
+
+    def get(self, step: int) -> tuple[Batch, "torch.Tensor", dict]:  # noqa: F821
+        """(batch, tokens (B, L) on the device, {side name: (B, L-1) float32 on the device})."""
+        ready, self._next = self._next, None
+        _, batch, tokens, side = ready if ready is not None and ready[0] == step else self._load(step)
+        return batch, tokens, side

@@ -37,10 +37,10 @@ import yaml
 
 from datacurate.config import ConfigError, to_dict
 from datacurate.train import checkpoint, remote
-from datacurate.train.data import ShardDataset, StepSampler
+from datacurate.train.data import DeviceBatches, ShardDataset, StepSampler
 from datacurate.train.doremi import GroupDRO
 from datacurate.train.evaluate import eval_loss
-from datacurate.train.model import GPT
+from datacurate.train.model import GPT, compile_model
 from datacurate.train.objective import Objective, Part, PlainObjective
 from datacurate.train.rho1 import Reference, Rho1Objective
 from datacurate.train_config import GroupDROConfig, TrainConfig
@@ -52,6 +52,13 @@ def pick_device(want: str) -> str:
     if want == "cuda" and not torch.cuda.is_available():
         raise ConfigError("device: cuda requested but torch sees no GPU")
     return "cuda" if want == "cuda" or (want == "auto" and torch.cuda.is_available()) else "cpu"
+
+
+def make_autocast(device: str, precision: str = "auto"):
+    """A context factory: bf16 autocast (``precision`` bf16, or auto on cuda), else fp32."""
+    if precision == "bf16" or (precision == "auto" and device == "cuda"):
+        return lambda: torch.autocast(device, dtype=torch.bfloat16)
+    return contextlib.nullcontext
 
 
 def lr_at(step: int, cfg: TrainConfig) -> float:
@@ -105,7 +112,7 @@ def _train(cfg: TrainConfig, ckpts: remote.Checkpoints, resume: bool, log, objec
     device = pick_device(cfg.device)
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
-    autocast = (lambda: torch.autocast("cuda", dtype=torch.bfloat16)) if device == "cuda" else contextlib.nullcontext
+    autocast = make_autocast(device, cfg.precision)
 
     # ---- set-up: data, model, optimiser, objective (RHO-1 / Group DRO reference), resume
     ds = ShardDataset(cfg.shards)
@@ -140,11 +147,12 @@ def _train(cfg: TrainConfig, ckpts: remote.Checkpoints, resume: bool, log, objec
             f"{len(ds):,} sequences in buckets {ds.seq_lens}, {cfg.steps} steps x {cfg.data.tokens_per_step:,} "
             f"tokens on {device} x {world}, {obj.describe()}" + (f", resuming at step {start}" if start else ""))
     # one graph per bucket length (dataset decomposition has a handful), not dynamic shapes
-    net = torch.compile(model, dynamic=False) if compiled else model
+    net = compile_model(model) if compiled else model
     ids = [torch.cuda.current_device()] if device == "cuda" else None
     fwd = torch.nn.parallel.DistributedDataParallel(net, device_ids=ids) if world > 1 else net
     peak = peak_flops(device)
     metrics = open(metrics_path, "a") if main else None
+    batches = DeviceBatches(ds, sampler, obj.sides, device)
     last_eval = None
     has_eval = any(len(v) for v in sampler.eval_index.values())  # eval_fraction 0: no eval
 
@@ -154,10 +162,7 @@ def _train(cfg: TrainConfig, ckpts: remote.Checkpoints, resume: bool, log, objec
         lr = lr_at(step, cfg)
         for g in opt.param_groups:
             g["lr"] = lr
-        batch = sampler.batch(step)
-        arrays = ds.gather(batch.seq_len, batch.index, ["tokens", *obj.sides])
-        tokens = torch.from_numpy(arrays.pop("tokens").astype(np.int64)).to(device)  # (B, L)
-        side = {k: v.astype(np.float32) for k, v in arrays.items()}  # (B, L-1) each
+        batch, tokens, side = batches.get(step)  # tokens (B, L), side arrays (B, L-1) each, on the device
         # micro-batches weighted by their share of the batch (B need not divide by grad_accum)
         parts = [Part(tokens[r], {k: v[r] for k, v in side.items()}, batch.domains[r], len(r) / len(tokens))
                  for r in np.array_split(np.arange(len(tokens)), cfg.optim.grad_accum) if len(r)]
@@ -170,6 +175,7 @@ def _train(cfg: TrainConfig, ckpts: remote.Checkpoints, resume: bool, log, objec
                     losses = fwd(part.tokens[:, :-1], part.tokens[:, 1:])  # (b, L-1)
                 obj.loss(losses, part).backward()
             loss_sum += losses.detach().mean() * part.share  # the full-token loss is what we log
+        batches.prefetch(step + 1)  # the GPU is still busy with this step's kernels
         if cfg.optim.grad_clip:
             torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.optim.grad_clip)
         opt.step()

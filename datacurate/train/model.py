@@ -111,3 +111,17 @@ class GPT(nn.Module):
         position table, the tied head is counted once in N)."""
         s = self.shape
         return 6 * self.num_params() + 12 * s.n_layer * s.n_embd * seq_len
+
+
+def compile_model(model: nn.Module) -> nn.Module:
+    """``torch.compile`` with one graph per sequence length (``dynamic=False``: dataset
+    decomposition has a handful of bucket lengths). Dynamo keeps at most 8 graphs per code
+    object by default and silently runs eager past that; a DoReMi run compiles a reference,
+    a proxy and a frozen reference over every bucket length in one process, so the limit is
+    raised to 64."""
+    import torch._dynamo as dynamo
+
+    for name in ("cache_size_limit", "recompile_limit"):  # the name differs across torch versions
+        if hasattr(dynamo.config, name):
+            setattr(dynamo.config, name, max(64, getattr(dynamo.config, name)))
+    return torch.compile(model, dynamic=False)

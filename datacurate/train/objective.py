@@ -21,7 +21,7 @@ class Part:
     """One micro-batch of a step."""
 
     tokens: torch.Tensor  # (b, L)
-    side: dict[str, np.ndarray]  # side arrays by name, float32 (b, L-1) each
+    side: dict[str, torch.Tensor]  # side arrays by name, float32 (b, L-1) each, on the model's device
     domains: np.ndarray  # (b,) domain ids
     share: float  # its share of the step's sequences
 

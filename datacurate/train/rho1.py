@@ -24,6 +24,7 @@ import torch
 from datacurate import shards
 from datacurate.train import checkpoint
 from datacurate.train.data import ShardDataset, ShardError
+from datacurate.train.model import compile_model
 from datacurate.train.objective import Objective, Part
 
 SIDECAR = "rho1_reference"
@@ -70,13 +71,13 @@ class Reference:
             for p in self.model.parameters():
                 p.requires_grad_(False)
             if compile:  # as the trained model: one graph per bucket length
-                self.model = torch.compile(self.model, dynamic=False)
+                self.model = compile_model(self.model)
         self.autocast = autocast
 
-    def losses(self, tokens: torch.Tensor, side: Optional[np.ndarray]) -> torch.Tensor:
+    def losses(self, tokens: torch.Tensor, side) -> torch.Tensor:
         """(B, L-1) reference losses of ``tokens`` (B, L)."""
         if self.from_sidecar:
-            return torch.from_numpy(side.astype(np.float32)).to(tokens.device)
+            return torch.as_tensor(side, dtype=torch.float32, device=tokens.device)  # numpy or a device tensor
         with torch.no_grad(), self.autocast():
             return self.model(tokens[:, :-1], tokens[:, 1:])
 
