@@ -39,7 +39,7 @@ SIZES = {  # bench_train arguments and the end-to-end run, per mode
     "gpu": {"bench": ["--device", "cuda", "--lengths", "1024", "4096", "--objective-len", "1024", "--repeats", "10",
                       "--warmup", "3", "--grow-steps", "24", "--grow-cycles", "2", "--passes", "2"],
             "train": {"preset": "124m", "vocab": 50304, "buckets": {256: 768, 512: 384, 1024: 384}, "steps": 300,
-                      "tokens_per_step": 32768, "device": "cuda", "min_drop": 2.0}},
+                      "tokens_per_step": 32768, "device": "cuda", "min_drop": 1.0}},
     "smoke": {"bench": ["--device", "cpu", "--preset", "tiny", "--synthetic", "--vocab", "512", "--buckets", "64", "128",
                         "--lengths", "128", "--objective-len", "128", "--tokens-per-step", "1024", "--repeats", "2",
                         "--warmup", "1", "--grow-steps", "4", "--grow-cycles", "1", "--passes", "1", "--threads", "1"],

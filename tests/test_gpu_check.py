@@ -1,0 +1,27 @@
+"""``benchmarks/gpu_check.sh --smoke``: the one-command GPU check runs every part on the CPU
+at toy sizes (so it is kept working between the sessions that have a GPU), writes its JSON
+and prints its table."""
+
+import json
+import subprocess
+
+from tests.conftest import REPO
+
+
+def test_gpu_check_smoke_runs_every_part(tmp_path):
+    out = tmp_path / "check.json"
+    p = subprocess.run(["bash", "benchmarks/gpu_check.sh", "--smoke", "--out", str(out)], cwd=REPO,
+                       capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr[-3000:]
+    result = json.loads(out.read_text())
+    parts = result["parts"]
+    assert result["mode"] == "smoke" and set(parts) == {"gpu_tests", "bench_train", "train_e2e"}
+    assert all(part["ok"] for part in parts.values()), parts
+    assert parts["gpu_tests"]["skipped"] == 5  # no CUDA here: every gpu test collected, then skipped
+    b = parts["bench_train"]
+    assert b["throughput"][0]["ratio_ours_over_baseline"] > 0
+    assert set(b["objectives"]["step_time_over_plain"]) == {"rho1_on_the_fly", "rho1_sidecar", "doremi_on_the_fly",
+                                                            "doremi_sidecar"}
+    t = parts["train_e2e"]
+    assert t["steps"] == 12 and t["loss_last10_mean"] < t["loss_first"] and set(t["cli_eval"]) == {"all", "a", "b"}
+    assert "ours/baseline" in p.stdout and "train tiny: 12 steps" in p.stdout
