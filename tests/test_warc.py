@@ -270,3 +270,13 @@ def test_s3_gives_the_same_rows(s3_server, tmp_path):
     remote, plan, _ = read_all(url + "/crawl.warc.gz", chunk_bytes=8_000)
     assert len(plan) > 1
     assert remote.drop_columns(["_ord"]).to_pylist() == local.drop_columns(["_ord"]).to_pylist()
+
+
+def test_the_sample_warc_reads_whole():
+    t, _, counters = read_all(Path(__file__).parent.parent / "sample_data" / "commoncrawl" / "sample.warc.gz")
+    assert t.num_rows == 18 and t.column("reject_reason").null_count == 18
+    assert counters["warc_records"] == {"warcinfo": 3, "request": 3, "metadata": 1, "revisit": 1}
+    text = {u.rsplit("/", 1)[-1]: x for u, x in zip(t.column("url").to_pylist(), t.column("text").to_pylist())}
+    for name in ("apt-get", "apt-cache"):  # declared in the header, in a <meta>, nowhere: the same characters
+        assert text[f"{name}-nowhere.html"] == text[f"{name}-header.html"] and "\ufffd" not in text[f"{name}-meta.html"]
+    assert sorted(t.column("http_status").to_pylist()).count(404) == 1
