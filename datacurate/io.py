@@ -1,81 +1,59 @@
-"""Readers and writers: the only module that touches data files.
+"""Reading and writing: the only module (with :mod:`datacurate.readers`) that touches data files.
 
-Reading is planned on the driver as a list of small :class:`ReadTask` descriptions
-(a file, or a byte range of a plain JSONL file, or a Parquet row group range) and
-executed anywhere by :func:`read_task`, which yields Arrow batches in the common
-schema. Bad records never raise: they become rows with ``reject_stage = "input"`` and
-a reason (``input/malformed_json``, ``input/invalid_utf8``, ``input/missing_text``,
-``input/null_text``, ``input/non_string_text``, ``input/not_an_object``,
-``input/doc_too_large``) so that ``read == kept + rejected`` holds for every run.
-
-A record without an id gets ``<source>:<line>`` (1-based line, or 0-based row for
-Parquet), stable across runs and worker counts.
+Reading is planned on the driver (:func:`plan_reads`) as a list of small :class:`ReadTask`
+descriptions (a file, a byte range of a plain JSONL file or of a WARC file cut at gzip
+members, a Parquet row group) and executed anywhere by :func:`read_task`, which yields
+Arrow batches in the common schema. Each format is one module of
+:mod:`datacurate.readers` (:data:`READERS`). Bad records never raise: they become rows
+with ``reject_stage = "input"`` and an ``input/...`` reason, so that ``read == kept +
+rejected`` holds for every run; and every task counts what it consumed, so that the run
+checks per file that its tasks read it whole (:func:`check_consumed`).
 """
 
 from __future__ import annotations
 
 import glob
-import gzip
-import io
-import itertools
 import os
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Iterator
 
-import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from datacurate import fields, storage
+from datacurate.coerce import ConfigError
+from datacurate.dicts import merge
 from datacurate.input_config import InputConfig
-from datacurate.schema import (
-    BASE_COLUMNS, DOMAIN, ID, INPUT_STAGE, ORD, REJECT_REASON, REJECT_STAGE, SOURCE, TEXT, is_internal,
-)
+from datacurate.readers import jsonl, parquet, warc
+from datacurate.readers.base import SAMPLE_RECORDS, InputError, ReadTask, Tally, check_text_field, count
+from datacurate.schema import REJECT_REASON, REJECT_STAGE, TEXT, is_internal
 
-JSONL_SUFFIXES = (".jsonl", ".json", ".ndjson", ".jsonl.gz", ".json.gz", ".jsonl.zst", ".jsonl.zstd", ".json.zst")
-PARQUET_SUFFIXES = (".parquet", ".pq")
+__all__ = ["InputError", "ReadTask", "SAMPLE_RECORDS", "ReadPlan", "plan_reads", "read_task", "read_texts",
+           "check_consumed", "expand_inputs", "find_inputs", "detect_format", "write_atomic", "write_parts"]
 
-
-class InputError(ValueError):
-    """An input path that cannot be read (reported before any work starts)."""
-
-
-@dataclass
-class ReadTask:
-    path: str  # absolute path
-    source: str  # the name written to the `source` column and used in derived ids
-    fmt: str  # "jsonl" | "parquet"
-    index: int = 0  # task number: names the part files
-    start: int = 0  # jsonl: byte offset; parquet: first row group
-    end: int = -1  # jsonl: byte end (-1 = EOF); parquet: row group end (exclusive)
-    first_line: int = 1  # jsonl: line number of the first line in the range; parquet: first row
-    size: int = 0  # bytes to read (for progress)
-    taken: list[str] | None = None  # raw field names a record may not hold; None: keep no extra fields
-    json_fields: list[str] = field(default_factory=list)  # parquet: fields kept as JSON text (types differ)
-
-    def to_dict(self) -> dict:
-        return asdict(self)
+READERS = {"jsonl": jsonl, "json": jsonl, "parquet": parquet, "warc": warc, "arc": warc}  # input.format -> its module
+JSONL_SUFFIXES, PARQUET_SUFFIXES = jsonl.SUFFIXES, parquet.SUFFIXES
+KINDS = "JSONL, JSON, Parquet or WARC"
 
 
 def detect_format(path: str, fmt: str) -> str | None:
+    """The format of ``path``: ``fmt`` unless "auto", else by its name (None: unknown)."""
     if fmt != "auto":
         return fmt
     low = path.lower()
-    if low.endswith(PARQUET_SUFFIXES):
-        return "parquet"
-    if low.endswith(JSONL_SUFFIXES):
-        return "jsonl"
+    for name in ("parquet", "warc", "jsonl"):
+        if low.endswith(READERS[name].SUFFIXES):
+            return name
     return None
 
 
-def expand_inputs(paths: list[str], fmt: str = "auto") -> list[tuple[str, str]]:
-    """Files, directories (recursive) and globs -> sorted [(absolute path or URL, source name)]."""
+def find_inputs(paths: list[str], fmt: str = "auto") -> tuple[list[tuple[str, str]], list[str]]:
+    """Files, directories (recursive) and globs -> (sorted [(absolute path or URL, source
+    name)] to read, the files a directory or glob holds that are not read)."""
     found: dict[str, str] = {}
     for spec in paths:
         if storage.is_remote(spec):
-            found.update(_expand_remote(spec, fmt))
+            found.update(_expand_remote(spec))
             continue
         spec = storage.local_path(spec)
         p = Path(spec).expanduser()
@@ -88,28 +66,32 @@ def expand_inputs(paths: list[str], fmt: str = "auto") -> list[tuple[str, str]]:
                 if os.path.isfile(m):
                     found[os.path.abspath(m)] = _rel(m, base)
         elif p.is_dir():
-            files = [f for f in sorted(p.rglob("*")) if f.is_file() and detect_format(f.name, fmt)]
-            if not files:
-                raise InputError(f"input directory has no JSONL or Parquet files: {spec}")
+            files = [f for f in sorted(p.rglob("*")) if f.is_file()]
+            if not any(detect_format(f.name, fmt) for f in files):
+                raise InputError(f"input directory has no {KINDS} files: {spec}")
             for f in files:
                 found[str(f.resolve())] = _rel(str(f), p)
         elif p.is_file():
+            if detect_format(str(p), fmt) is None:
+                raise InputError(f"cannot tell the format of {p.resolve()}; name it .jsonl[.gz|.zst], .json, "
+                                 ".parquet or .warc[.gz], or set input.format")
             found[str(p.resolve())] = p.name
         else:
             raise InputError(f"input not found: {spec}")
-    out = []
+    out, skipped = [], []
     for path, source in sorted(found.items(), key=lambda kv: kv[1]):
-        if detect_format(path, fmt) is None:
-            if any(ch in s for s in paths for ch in "*?["):
-                continue  # a glob may sweep up READMEs and the like
-            raise InputError(f"cannot tell the format of {path}; name it .jsonl[.gz|.zst] or .parquet, or set input.format")
-        out.append((path, source))
+        (out if detect_format(path, fmt) else skipped).append((path, source))
     if not out:
-        raise InputError(f"no JSONL or Parquet files in: {', '.join(paths)}")
-    return out
+        raise InputError(f"no {KINDS} files in: {', '.join(paths)}")
+    return out, [source for _, source in skipped]
 
 
-def _expand_remote(spec: str, fmt: str) -> dict[str, str]:
+def expand_inputs(paths: list[str], fmt: str = "auto") -> list[tuple[str, str]]:
+    """The files :func:`find_inputs` reads."""
+    return find_inputs(paths, fmt)[0]
+
+
+def _expand_remote(spec: str) -> dict[str, str]:
     """An object-store file, prefix ("directory") or glob -> {URL: source name}, named as
     local inputs are (relative to the directory or to the glob's fixed part)."""
     try:
@@ -125,9 +107,9 @@ def _expand_remote(spec: str, fmt: str) -> dict[str, str]:
             return {spec: spec.rstrip("/").rsplit("/", 1)[-1]}
         if st.type == storage.pafs.FileType.NotFound:
             raise InputError(f"input not found: {spec}")
-        files = [u for u in storage.walk_files(spec) if detect_format(u, fmt)]
+        files = storage.walk_files(spec)
         if not files:
-            raise InputError(f"input directory has no JSONL or Parquet files: {spec}")
+            raise InputError(f"input directory has no {KINDS} files: {spec}")
         return {u: u[len(spec.rstrip("/")):].lstrip("/") for u in files}
     except storage.StorageError as e:
         raise InputError(f"input: {e}") from None
@@ -140,305 +122,109 @@ def _rel(path: str, base: Path) -> str:
         return Path(path).name
 
 
-def plan_reads(cfg: InputConfig, text_key: str = "input.text_field",
-               reserved: dict[str, str] | None = None) -> list[ReadTask]:
-    """Split the inputs into read tasks; plain JSONL files larger than chunk_bytes are
-    cut at line boundaries (line numbers counted here so derived ids stay stable).
+class ReadPlan(list):
+    """The read tasks of a run (a list of :class:`ReadTask`), with ``files``: {source:
+    {"path", "size", "total", "unit"}} (what each file's tasks must consume together),
+    ``skipped``: the files of a directory or glob that are not read, and ``empty``: the
+    input files of 0 bytes."""
 
-    Each file is first checked for the text field (:func:`check_text_field`); ``text_key``
-    is the setting its error message suggests. With ``reserved`` (the columns the run
-    adds: name -> who adds it) the tasks keep every other field of a record
-    (:mod:`datacurate.fields`), and a field that would take one of those names (in a
-    JSONL file's first records, anywhere in a Parquet schema) is a ConfigError; without,
-    only text, id and domain are read (a side corpus).
+    def __init__(self, tasks=(), files=None, skipped=None):
+        super().__init__(tasks)
+        self.files: dict[str, dict] = files or {}
+        self.skipped: list[str] = skipped or []
+
+    @property
+    def empty(self) -> list[str]:
+        return [s for s, f in self.files.items() if f["size"] == 0]
+
+
+def _format_of(path: str, fmt: str) -> str:
+    """jsonl, unless auto finds a JSON array in a .json file; a WARC module's format."""
+    found = detect_format(path, fmt)
+    if found == "jsonl" and fmt == "auto" and path.lower().endswith(jsonl.ARRAY_SUFFIXES) and jsonl.is_array(path):
+        return "json"
+    return found
+
+
+def plan_reads(cfg: InputConfig, text_key: str = "input.text_field",
+               reserved: dict[str, str] | None = None) -> ReadPlan:
+    """Split the inputs into read tasks (each format module's ``plan``).
+
+    Each file is first checked for the text field (:func:`check_text_field`, formats with
+    a text field); ``text_key`` is the setting its error message suggests. With
+    ``reserved`` (the columns the run adds: name -> who adds it) the tasks keep every other
+    field of a record (:mod:`datacurate.fields`), and a field that would take one of those
+    names (in a JSONL file's first records, anywhere in a Parquet schema) is a ConfigError;
+    without, only text, id and domain are read (a side corpus).
     """
-    tasks: list[ReadTask] = []
     bad: dict[str, str] = {}
     if reserved is not None:
         fields.check_rename(cfg)
         bad = fields.taken(cfg, reserved)
-    schemas = []
-    for path, source in expand_inputs(cfg.path, cfg.format):
-        fmt = detect_format(path, cfg.format)
+    found, skipped = find_inputs(cfg.path, cfg.format)
+    plan, schemas = ReadPlan(skipped=skipped), []
+    for path, source in found:
         size = storage.size(path) if storage.is_remote(path) else os.path.getsize(path)
-        if fmt == "parquet":
-            try:
-                pf = storage.parquet_file(path)
-                meta = pf.metadata
-            except Exception as e:  # noqa: BLE001 - report any unreadable parquet in one line
-                raise InputError(f"not a readable Parquet file: {path} ({e})") from None
-            check_text_field(_parquet_fields(pf), cfg, source, text_key)
-            fields.check_names(pf.schema_arrow.names, bad, source)
-            schemas.append(pf.schema_arrow)
-            row = 0
-            for rg in range(meta.num_row_groups):
-                tasks.append(ReadTask(path, source, fmt, start=rg, end=rg + 1, first_line=row,
-                                      size=meta.row_group(rg).total_byte_size))
-                row += meta.row_group(rg).num_rows
-            continue
         try:
-            sample = _jsonl_fields(ReadTask(path, source, fmt, end=size))
-        except Exception as e:  # noqa: BLE001 - a corrupt .gz / .zst: one line, before any work
+            fmt = _format_of(path, cfg.format)
+            reader = READERS[fmt]
+            sample = reader.sample(path, source, size, cfg, fmt)
+            if sample is not None:
+                check_text_field(sample, cfg, source, text_key)
+                fields.check_names(sample.fields, bad, source)
+            file_plan = reader.plan(path, source, size, cfg, fmt)
+        except (InputError, ConfigError):
+            raise
+        except Exception as e:  # noqa: BLE001 - a corrupt .gz / .zst, an unreadable file: one line, before any work
             raise InputError(f"cannot read {path}: {e}") from None
-        check_text_field(sample, cfg, source, text_key)
-        fields.check_names(sample.fields, bad, source)
-        if path.lower().endswith(".jsonl") or path.lower().endswith((".json", ".ndjson")):
-            for start, end, line in _split_jsonl(path, size, cfg.chunk_bytes):
-                tasks.append(ReadTask(path, source, fmt, start=start, end=end, first_line=line, size=end - start))
-        else:
-            tasks.append(ReadTask(path, source, fmt, size=size))
+        if file_plan.schema is not None:
+            schemas.append(file_plan.schema)
+        plan.extend(file_plan.tasks)
+        plan.files[source] = {"path": path, "size": size, "total": file_plan.total, "unit": file_plan.unit}
     as_json = fields.parquet_json_fields(schemas, cfg) if reserved is not None else []
-    for i, t in enumerate(tasks):
+    for i, t in enumerate(plan):
         t.index = i
         if reserved is not None:
             t.taken = sorted(bad)
             t.json_fields = as_json if t.fmt == "parquet" else []
-    return tasks
-
-
-SAMPLE_RECORDS = 1000  # records per file that the text-field check reads
-
-
-class _FieldStats:
-    """What the first records of a file hold: how many, how many lack each field, and the
-    mean length of each field's string values (the longest is most likely the text)."""
-
-    def __init__(self):
-        self.records, self.fields = 0, {}  # field -> [records with it, string values, their chars]
-
-    def add(self, name: str, value, n: int = 1, chars: int | None = None) -> None:
-        f = self.fields.setdefault(name, [0, 0, 0])
-        f[0] += n
-        if chars is not None or isinstance(value, str):
-            f[1] += n
-            f[2] += chars if chars is not None else len(value)
-
-    def longest_text(self, exclude: tuple[str, ...] = ()) -> str | None:
-        strings = [(f[2] / f[1], name) for name, f in self.fields.items() if f[1] and name not in exclude]
-        return max(strings)[1] if strings else None
-
-
-def _jsonl_fields(task: ReadTask, n: int = SAMPLE_RECORDS) -> _FieldStats:
-    st = _FieldStats()
-    for raw in _open_lines(task):
-        try:
-            obj = orjson.loads(raw) if raw.strip() else None
-        except orjson.JSONDecodeError:
-            continue  # a malformed line is its own reject, not a missing field
-        if isinstance(obj, dict):
-            st.records += 1
-            for k, v in obj.items():
-                st.add(k, v)
-            if st.records >= n:
-                break
-    return st
-
-
-def _parquet_fields(pf: pq.ParquetFile, n: int = SAMPLE_RECORDS) -> _FieldStats:
-    st = _FieldStats()
-    st.records = min(pf.metadata.num_rows, n)
-    strings = [f.name for f in pf.schema_arrow if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)]
-    lengths = {}
-    if strings and st.records:
-        batch = next(pf.iter_batches(batch_size=n, columns=strings))
-        lengths = {c: pc.sum(pc.utf8_length(batch.column(i))).as_py() or 0 for i, c in enumerate(strings)}
-    for name in pf.schema_arrow.names:
-        st.add(name, None, st.records, lengths.get(name))
-    return st
-
-
-def check_text_field(st: _FieldStats, cfg: InputConfig, source: str, text_key: str = "input.text_field") -> None:
-    """Fail when more than half of a file's first records lack the text field: a run that
-    rejects nearly everything as input/missing_text is almost always a misnamed field.
-    The suggestion is the string field (other than the id and domain fields) with the
-    longest values."""
-    text_field = cfg.text_field
-    have = st.fields.get(text_field, [0])[0]
-    if not st.records or 2 * (st.records - have) <= st.records:
-        return
-    best = st.longest_text(exclude=(cfg.id_field, cfg.domain_field))
-    fields = ", ".join(st.fields) or "none"
-    hint = f"set {text_key}={best}" if best and best != text_field else f"set {text_key}=NAME"
-    raise InputError(f"input: no '{text_field}' field in {round(100 * (st.records - have) / st.records)}% of records "
-                     f"of {source}; fields seen: {fields}; {hint}")
-
-
-def _split_jsonl(path: str, size: int, chunk: int) -> list[tuple[int, int, int]]:
-    if size <= chunk:
-        return [(0, size, 1)]
-    bounds = [0]
-    with storage.open_input(path) as f:
-        while bounds[-1] + chunk < size:
-            pos = _next_line(f, bounds[-1] + chunk, not storage.is_remote(path))
-            if pos >= size:
-                break
-            bounds.append(pos)
-        bounds.append(size)
-        out, line = [], 1
-        for a, b in zip(bounds[:-1], bounds[1:]):
-            out.append((a, b, line))
-            line += sum(buf.count(b"\n") for buf in storage.iter_chunks(f, a, b))
-    return out
-
-
-def _file(path: str):
-    """A local path as it is (gzip opens it itself); an object as a file."""
-    return storage.open_input(path) if storage.is_remote(path) else path
-
-
-def _next_line(f, pos: int, local: bool) -> int:
-    """The offset of the first line that starts after ``pos`` (or EOF)."""
-    f.seek(pos)
-    if local:
-        f.readline()  # move to the start of the next line
-        return f.tell()
-    while True:  # an object store's file: no buffered readline, read 64 KB at a time
-        buf = f.read(1 << 16)
-        if not buf:
-            return pos
-        i = buf.find(b"\n")
-        if i >= 0:
-            return pos + i + 1
-        pos += len(buf)
-
-
-def _open_lines(task: ReadTask) -> Iterator[bytes]:
-    low = task.path.lower()
-    if low.endswith(".gz"):
-        with gzip.open(_file(task.path), "rb") as f:
-            yield from f
-    elif low.endswith((".zst", ".zstd")):
-        import zstandard
-
-        with storage.open_stream(task.path) as raw:
-            reader = io.BufferedReader(zstandard.ZstdDecompressor().stream_reader(raw), 1 << 20)
-            yield from reader
-    elif storage.is_remote(task.path):
-        yield from _range_lines(task)
-    else:
-        with open(task.path, "rb") as f:
-            f.seek(task.start)
-            remaining = task.end - task.start
-            while remaining > 0:
-                line = f.readline(remaining)
-                if not line:
-                    break
-                remaining -= len(line)
-                yield line
-
-
-def _range_lines(task: ReadTask) -> Iterator[bytes]:
-    """The lines of a byte range of an object (ranged GETs of 8 MB), as readline gives them."""
-    rest = b""
-    with storage.open_input(task.path) as f:
-        for buf in storage.iter_chunks(f, task.start, task.end, 8 << 20):
-            lines = (rest + buf).split(b"\n")
-            rest = lines.pop()
-            for line in lines:
-                yield line + b"\n"
-    if rest:
-        yield rest
-
-
-_NO_FIELDS: dict = {}  # the record of a row whose line is no JSON object: every extra field null
-
-
-class _Batcher:
-    """Accumulates rows and emits Arrow tables of ``rows`` rows (or ~64 MB of text).
-
-    With ``keep`` it also keeps each row's parsed record and, at flush, builds one column
-    per other field seen in the batch (first-seen order; :func:`fields.jsonl_column`)."""
-
-    def __init__(self, task: ReadTask, rows: int, cfg: InputConfig | None = None):
-        self.task, self.rows, self.row_in_task = task, rows, 0
-        self.keep = task.taken is not None and cfg is not None
-        if self.keep:
-            self.own, self.rename = {cfg.text_field, cfg.id_field, cfg.domain_field}, cfg.rename
-        self._reset()
-
-    def _reset(self):
-        self.ids, self.texts, self.domains, self.reasons, self.nbytes, self.records = [], [], [], [], 0, []
-
-    def add(self, id_, text, domain, reason=None, record=_NO_FIELDS):
-        self.ids.append(id_)
-        self.texts.append(text)
-        self.domains.append(domain)
-        self.reasons.append(reason)
-        self.nbytes += len(text)
-        if self.keep:
-            self.records.append(record)
-
-    def _extras(self) -> dict[str, pa.Array]:
-        if not self.keep:
-            return {}
-        n, records = len(self.records), self.records
-        seen = dict.fromkeys(itertools.chain.from_iterable(records))  # every key, first-seen order, in C
-        return {self.rename.get(k, k): fields.jsonl_column(list(map(dict.get, records, itertools.repeat(k, n))))
-                for k in seen if k not in self.own}
-
-    def full(self) -> bool:
-        return len(self.ids) >= self.rows or self.nbytes >= 64 << 20
-
-    def flush(self) -> pa.Table | None:
-        n = len(self.ids)
-        if n == 0:
-            return None
-        table = _batch(self.task, self.row_in_task, pa.array(self.ids, BASE_COLUMNS[ID]),
-                       pa.array(self.texts, BASE_COLUMNS[TEXT]), pa.array(self.domains, BASE_COLUMNS[DOMAIN]),
-                       self._extras(), pa.array(self.reasons, pa.string()))
-        self.row_in_task += n
-        self._reset()
-        return table
-
-
-def _batch(task: ReadTask, first_row: int, ids: pa.Array, texts: pa.Array, domains: pa.Array, extras: dict,
-           reasons: pa.Array) -> pa.Table:
-    """Rows ``first_row``.. of a task in the common schema: the base columns, the extra
-    fields, the reject columns (``input`` where there is a reason) and ``_ord``."""
-    n, first = len(ids), (task.index << 32) + first_row
-    return pa.table({
-        ID: ids.cast(BASE_COLUMNS[ID]),
-        TEXT: texts.cast(BASE_COLUMNS[TEXT]),
-        DOMAIN: domains.cast(BASE_COLUMNS[DOMAIN]),
-        SOURCE: pa.array([task.source] * n, BASE_COLUMNS[SOURCE]),
-        **extras,
-        REJECT_STAGE: pc.if_else(pc.is_valid(reasons), pa.scalar(INPUT_STAGE), pa.scalar(None, pa.string())),
-        REJECT_REASON: reasons.cast(pa.string()),
-        ORD: pa.array(range(first, first + n), pa.int64()),
-    })
-
-
-def _field_str(value, default):
-    if value is None:
-        return default
-    return value if isinstance(value, str) else str(value)
+    return plan
 
 
 def read_task(task: ReadTask | dict, cfg: InputConfig, counters: dict | None = None) -> Iterator[pa.Table]:
     """Read one task; yield batches in the common schema (see module docstring).
 
-    ``counters`` (if given) receives file-level facts: blank lines, empty files.
+    ``counters`` (if given) receives file-level facts: blank lines, empty files, and under
+    ``files[source]`` what the task consumed (:class:`Tally`), also when it stops early.
     """
     if isinstance(task, dict):
         task = ReadTask(**task)
     counters = counters if counters is not None else {}
-    n = 0
-    for table in _read_parquet(task, cfg) if task.fmt == "parquet" else _jsonl_batches(task, cfg, counters):
-        n += table.num_rows
-        yield table
-    if n == 0 and task.start == 0:
-        counters["empty_files"] = counters.get("empty_files", 0) + 1
+    tally = Tally()
+    try:
+        for table in READERS[task.fmt].read(task, cfg, counters, tally):
+            tally.rows += table.num_rows
+            yield table
+    finally:
+        merge(counters, {"files": {task.source: tally.as_dict()}})
+        if tally.rows == 0 and task.start == 0:
+            count(counters, "empty_files")
 
 
-def _jsonl_batches(task: ReadTask, cfg: InputConfig, counters: dict) -> Iterator[pa.Table]:
-    batcher = _Batcher(task, cfg.batch_rows, cfg)
-    for record in _read_jsonl(task, cfg, counters):
-        batcher.add(*record)
-        if batcher.full():
-            yield batcher.flush()
-    last = batcher.flush()
-    if last is not None:
-        yield last
+def check_consumed(plan: ReadPlan, counters: dict) -> list[str]:
+    """One line per input file whose tasks did not consume it whole, or whose records did
+    not all become rows (``counters``: the run's, summed over its tasks)."""
+    problems = []
+    got = counters.get("files", {})
+    for source, f in plan.files.items():
+        c = got.get(source, {})
+        consumed, records, rows = c.get("consumed", 0), c.get("records", 0), c.get("rows", 0)
+        if consumed != f["total"]:
+            problems.append(f"input {f['path']}: its read tasks consumed {consumed:,} of its {f['total']:,} "
+                            f"{f['unit']} ({rows:,} rows read); the run is incomplete")
+        elif records != rows:
+            problems.append(f"input {f['path']}: {records:,} records found but {rows:,} rows read; "
+                            "the run is incomplete")
+    return problems
 
 
 def read_texts(cfg: InputConfig, tasks: list | None = None, counters: dict | None = None) -> Iterator[pa.Array]:
@@ -450,122 +236,6 @@ def read_texts(cfg: InputConfig, tasks: list | None = None, counters: dict | Non
             ok = pc.is_null(table.column(REJECT_REASON))
             counters["rejected"] = counters.get("rejected", 0) + table.num_rows - pc.sum(ok.cast(pa.int64())).as_py()
             yield table.column(TEXT).filter(ok).combine_chunks()
-
-
-def _read_jsonl(task: ReadTask, cfg: InputConfig, counters: dict):
-    tf, idf, df = cfg.text_field, cfg.id_field, cfg.domain_field
-    default_domain = cfg.default_domain
-    taken = frozenset(task.taken or ())
-    for lineno, raw in enumerate(_open_lines(task), start=task.first_line):
-        if not raw.strip():
-            counters["blank_lines"] = counters.get("blank_lines", 0) + 1
-            continue
-        derived = f"{task.source}:{lineno}"
-        try:
-            obj = orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            try:
-                raw.decode("utf-8")
-            except UnicodeDecodeError:
-                if cfg.invalid_utf8 == "replace":
-                    try:
-                        obj = orjson.loads(raw.decode("utf-8", "replace"))
-                    except orjson.JSONDecodeError:
-                        yield derived, raw.decode("utf-8", "replace"), default_domain, "input/malformed_json"
-                        continue
-                else:
-                    yield derived, raw.decode("utf-8", "replace"), default_domain, "input/invalid_utf8"
-                    continue
-            else:
-                yield derived, raw.decode("utf-8").rstrip("\n"), default_domain, "input/malformed_json"
-                continue
-        if not isinstance(obj, dict):
-            yield derived, raw.decode("utf-8", "replace").rstrip("\n"), default_domain, "input/not_an_object"
-            continue
-        id_ = _field_str(obj.get(idf), derived)
-        domain = _field_str(obj.get(df), default_domain)
-        text = obj.get(tf, _MISSING)
-        if not taken.isdisjoint(obj):  # a field named as a column the run adds, past the planned sample
-            yield id_, raw.decode("utf-8", "replace").rstrip("\n"), domain, fields.RESERVED_REASON
-        elif text is _MISSING or text is None:  # the raw line is kept: the record is not lost
-            reason = "input/missing_text" if text is _MISSING else "input/null_text"
-            yield id_, raw.decode("utf-8", "replace").rstrip("\n"), domain, reason, obj
-        elif not isinstance(text, str):
-            yield id_, orjson.dumps(text).decode(), domain, "input/non_string_text", obj
-        elif len(text) > cfg.max_doc_chars:
-            yield id_, text, domain, "input/doc_too_large", obj
-        else:
-            yield id_, text, domain, None, obj
-
-
-_MISSING = object()
-
-
-def _as_str(col) -> pa.Array:
-    """A column as strings: Arrow's cast where it has one, ``str()`` for nested types."""
-    try:
-        return pc.cast(col, pa.string())
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        return pa.array([None if v is None else str(v) for v in col.to_pylist()], pa.string())
-
-
-def _read_parquet(task: ReadTask, cfg: InputConfig) -> Iterator[pa.Table]:
-    """Parquet batches straight into the common schema, vectorised (no loop per row).
-
-    A row without text (no such column, or null) keeps its whole record as JSON in
-    ``text``, as a JSONL reject keeps its raw line: the row group's other columns are
-    read only then. The other fields, when the task keeps them, pass as they are (as JSON
-    text where the inputs disagree on their type).
-    """
-    pf = storage.parquet_file(task.path)
-    names = set(pf.schema_arrow.names)
-    own = (cfg.text_field, cfg.id_field, cfg.domain_field)
-    cols = [c for c in own if c in names]
-    extras = [c for c in pf.schema_arrow.names if c not in own] if task.taken is not None else []
-    row, in_task = task.first_line, 0
-    null = pa.scalar(None, pa.string())
-    for rg in range(task.start, task.end):
-        full, offset = None, 0
-        for batch in pf.iter_batches(batch_size=cfg.batch_rows, row_groups=[rg], columns=cols + extras):
-            n = batch.num_rows
-            derived = pc.binary_join_element_wise(pa.scalar(f"{task.source}:"), _as_str(pa.array(range(row, row + n))),
-                                                  "")
-            ids = pc.fill_null(_as_str(batch.column(cfg.id_field)), derived) if cfg.id_field in cols else derived
-            domains = (pc.fill_null(_as_str(batch.column(cfg.domain_field)), cfg.default_domain)
-                       if cfg.domain_field in cols else pa.array([cfg.default_domain] * n, pa.string()))
-            if cfg.text_field not in cols:
-                no_text = pa.array([True] * n)
-                texts = pa.array([""] * n, pa.large_string())
-                reasons = pa.array(["input/missing_text"] * n, pa.string())
-            else:
-                col = batch.column(cfg.text_field)
-                no_text = pc.is_null(col)
-                is_str = pa.types.is_string(col.type) or pa.types.is_large_string(col.type)
-                texts = _as_str(col)
-                bad = (pa.scalar("input/non_string_text") if not is_str else
-                       pc.if_else(pc.greater(pc.utf8_length(pc.fill_null(texts, "")), cfg.max_doc_chars),
-                                  pa.scalar("input/doc_too_large"), null))
-                reasons = pc.if_else(no_text, pa.scalar("input/null_text"), bad)  # an array: no_text is one
-                texts = pc.fill_null(texts, "").cast(pa.large_string())
-            if pc.any(no_text).as_py():
-                full = full if full is not None else pf.read_row_group(rg)
-                records = full.slice(offset, n).filter(no_text).to_pylist()
-                raw = pa.array([orjson.dumps(r, default=str, option=orjson.OPT_NON_STR_KEYS).decode() for r in records],
-                               pa.large_string())
-                texts = pc.replace_with_mask(texts, no_text, raw)
-            yield _batch(task, in_task, ids, texts, domains, _parquet_extras(batch, extras, cfg.rename, task.json_fields),
-                         reasons)
-            row += n
-            in_task += n
-            offset += n
-
-
-def _parquet_extras(batch: pa.RecordBatch, names: list[str], rename: dict, as_json: list[str]) -> dict:
-    out = {}
-    for name in names:
-        new = rename.get(name, name)
-        out[new] = fields.to_json(batch.column(name)) if new in as_json else batch.column(name)
-    return out
 
 
 # ----------------------------------------------------------------------------- writing
@@ -585,8 +255,6 @@ def write_parts(table: pa.Table, kept_dir: str, rejected_dir: str, name: str, co
     parts instead of duplicating them. ``keep_internal`` keeps engine columns (``_ord``)
     in kept rows, for intermediate outputs that a later global stage reads.
     """
-    import pyarrow.compute as pc
-
     rejected_mask = pc.is_valid(table.column(REJECT_REASON))
     written = {}
     for d, mask in ((kept_dir, pc.invert(rejected_mask)), (rejected_dir, rejected_mask)):

@@ -12,6 +12,7 @@ import pyarrow.parquet as pq
 
 from datacurate.config import load_config
 from datacurate.engine import run_pipeline
+from datacurate.engine.stats import format_funnel
 from tests.texts import PROSE
 
 GERMAN = ("Der Winter war in diesem Jahr so kalt wie seit vierzig Jahren nicht mehr. Die Fischerboote "
@@ -42,6 +43,9 @@ def test_bad_input_run(ray_session, tmp_path):
     (data / "nested").mkdir(parents=True)
     (data / "mixed.jsonl").write_bytes(b"\n".join(line for line, _, _ in LINES) + b"\n")
     (data / "nested" / "empty.jsonl").write_bytes(b"")
+    for stray in ("d.csv", "notes.txt", "README.md"):  # not read: listed, never skipped in silence
+        (data / stray).write_text("a,b\n")
+    (data / "array.json").write_bytes(orjson.dumps([{"id": "arr-1", "text": PROSE}, "not a record"]))
     # one 50 MB document of real sentences (over the default 10M-character limit)
     huge = PROSE * (50_000_000 // len(PROSE) + 1)
     (data / "huge.jsonl").write_bytes(orjson.dumps({"id": "huge", "text": huge}) + b"\n")
@@ -58,11 +62,17 @@ def test_bad_input_run(ray_session, tmp_path):
 
     expected = {eid: reason for _, eid, reason in LINES if eid is not None}
     expected["huge"] = "input/doc_too_large"
+    expected.update({"arr-1": None, "array.json:2": "input/not_an_object"})
     totals = report["totals"]
-    assert totals["read"] == len(expected) == 14
+    assert totals["read"] == len(expected) == 16
     assert totals["read"] == totals["kept"] + totals["rejected"] and totals["accounted"]
     assert json.loads((out / "stats.json").read_text()) == report
-    assert report["input_files"] == {"blank_lines": 2, "empty_files": 1}
+    files = report["input_files"]
+    assert (files["blank_lines"], files["empty_files"]) == (2, 1)
+    assert files["not_read"] == ["README.md", "d.csv", "notes.txt"] and files["empty"] == ["nested/empty.jsonl"]
+    mixed = (data / "mixed.jsonl").stat().st_size
+    assert files["files"]["mixed.jsonl"] == {"consumed": mixed, "bytes": mixed, "lines": 15, "records": 13, "rows": 13}
+    assert "3 input files not read (stats.json)" in format_funnel(report)
 
     kept = pq.read_table(out / "kept", columns=["id"])
     rejected = pq.read_table(out / "rejected", columns=["id", "reject_stage", "reject_reason"])
@@ -91,9 +101,9 @@ def test_bad_input_run(ray_session, tmp_path):
 
     by_stage = report["stages"]
     assert list(by_stage) == ["input", "langid", "heuristics"]
-    assert by_stage["input"]["in"] == 14 and by_stage["input"]["rejected_total"] == 9
-    assert by_stage["langid"]["in"] == 5 and by_stage["langid"]["rejected"] == {"langid/language": 1}
-    assert by_stage["heuristics"]["in"] == 4 and by_stage["heuristics"]["kept"] == 3
+    assert by_stage["input"]["in"] == 16 and by_stage["input"]["rejected_total"] == 10
+    assert by_stage["langid"]["in"] == 6 and by_stage["langid"]["rejected"] == {"langid/language": 1}
+    assert by_stage["heuristics"]["in"] == 5 and by_stage["heuristics"]["kept"] == 4
 
 
 def test_wrong_text_field_fails_in_one_line(tmp_path, capsys):
@@ -109,3 +119,22 @@ def test_wrong_text_field_fails_in_one_line(tmp_path, capsys):
     assert err == ("datacurate: error: input: no 'text' field in 100% of records of content.jsonl; "
                    "fields seen: id, content, url; set input.text_field=content\n")
     assert not (tmp_path / "o").exists()
+
+
+def test_a_read_task_that_stops_short_fails_the_run_in_one_line(tmp_path):
+    """A read task that consumes less than its file (a fault point makes the first one stop
+    after its first batch, as a reader bug would): the run fails with one line naming the
+    file, never "(ok)", and writes no stats.json."""
+    from tests.cli_run import clean_env, run
+
+    data = tmp_path / "in"
+    data.mkdir()
+    (data / "part-00000").write_bytes(b"".join(orjson.dumps({"id": f"r{i}", "text": PROSE}) + b"\n" for i in range(25)))
+    pipeline = tmp_path / "p.yaml"
+    pipeline.write_text(f"input: {{path: '{data}/part-*', format: jsonl, batch_rows: 5}}\nstages: [heuristics]\n")
+    res = run(pipeline, tmp_path / "out", "--quiet",
+              env=clean_env(DATACURATE_FAULT="input:read:0:stop", DATACURATE_FAULT_DIR=str(tmp_path / "faults")))
+    assert res.returncode == 2, res.stderr[-2000:]
+    lines = res.stderr.strip().splitlines()
+    assert lines[-1].startswith(f"datacurate: error: input {data / 'part-00000'}: its read tasks consumed ")
+    assert "(ok)" not in res.stdout + res.stderr and not (tmp_path / "out" / "stats.json").exists()

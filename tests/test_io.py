@@ -191,7 +191,7 @@ def test_parquet_bad_text_columns(write_parquet):
 def test_empty_file_counted(write_jsonl):
     table, tasks, counters = read_all(write_jsonl("empty.jsonl", []))
     assert len(tasks) == 1 and table.num_rows == 0
-    assert counters == {"empty_files": 1}
+    assert counters["empty_files"] == 1 and counters["files"]["empty.jsonl"]["consumed"] == 0
 
 
 @pytest.mark.parametrize("name", ["x.jsonl", "x.jsonl.gz", "x.jsonl.zst"])
@@ -226,3 +226,57 @@ def test_corrupt_compressed_input_fails_in_one_line(tmp_path):
     bad.write_bytes(b"not gzip at all")
     with pytest.raises(InputError, match="cannot read .*bad.jsonl.gz"):
         plan_reads(InputConfig(path=[str(bad)]))
+
+
+# ----------------------------------------------------------------------------- accounting from the input side
+
+
+@pytest.mark.parametrize("name", ["part-00000", "docs.txt"])
+def test_explicit_format_reads_a_file_of_any_name(write_jsonl, name):
+    path = write_jsonl(name, [{"id": f"d{i}", "text": f"document {i}"} for i in range(25)])
+    table, tasks, counters = read_all(path, format="jsonl")
+    assert table.num_rows == 25 and tasks[0].end == path.stat().st_size
+    assert counters["files"][name] == {"consumed": path.stat().st_size, "bytes": path.stat().st_size, "lines": 25,
+                                       "records": 25, "rows": 25}
+
+
+def test_a_task_that_stops_short_is_named(write_jsonl):
+    from datacurate.io import check_consumed
+
+    path = write_jsonl("part-00000", [{"text": f"document {i}"} for i in range(25)])
+    cfg = InputConfig(path=[str(path)], format="jsonl", batch_rows=5)
+    plan = plan_reads(cfg)
+    counters: dict = {}
+    reader = read_task(plan[0], cfg, counters)
+    next(reader)
+    reader.close()  # a reader that stops after its first batch
+    (problem,) = check_consumed(plan, counters)
+    assert str(path) in problem and "consumed" in problem and "\n" not in problem
+
+
+def test_json_arrays_read_as_records(tmp_path):
+    (tmp_path / "arr.json").write_text(' [{"id": "a", "text": "one"}, {"text": "two"}, 3]')
+    (tmp_path / "obj.json").write_text('{"id": "solo", "text": "alone"}')
+    table, tasks, _ = read_all([tmp_path / "arr.json", tmp_path / "obj.json"])
+    assert [t.fmt for t in tasks] == ["json", "jsonl"]  # one object: a JSON line
+    assert rows(table) == [("a", "one", "unknown", "arr.json", None), ("arr.json:2", "two", "unknown", "arr.json", None),
+                           ("arr.json:3", "3", "unknown", "arr.json", "input/not_an_object"),
+                           ("solo", "alone", "unknown", "obj.json", None)]
+    (tmp_path / "odd.data").write_text('[{"text": "named by the format"}]')
+    table, _, _ = read_all(tmp_path / "odd.data", format="json")
+    assert table.column("text").to_pylist() == ["named by the format"]
+    (tmp_path / "broken.json").write_text('[{"text": "no end"')
+    table, _, _ = read_all(tmp_path / "broken.json")
+    assert table.column(REJECT_REASON).to_pylist() == ["input/malformed_json"]
+
+
+def test_files_not_read_are_listed(write_jsonl, tmp_path):
+    write_jsonl("data/a.jsonl", DOCS)
+    for name in ("d.csv", "notes.txt", "README.md"):
+        (tmp_path / "data" / name).write_text("x")
+    (tmp_path / "data" / "empty.jsonl").write_text("")
+    plan = plan_reads(InputConfig(path=[str(tmp_path / "data")]))
+    assert plan.skipped == ["README.md", "d.csv", "notes.txt"] and plan.empty == ["empty.jsonl"]
+    assert plan_reads(InputConfig(path=[f"{tmp_path}/data/*"])).skipped == ["README.md", "d.csv", "notes.txt"]
+    with pytest.raises(InputError, match="no JSONL, JSON, Parquet or WARC files in"):
+        plan_reads(InputConfig(path=[f"{tmp_path}/data/*.csv"]))

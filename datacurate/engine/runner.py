@@ -21,7 +21,7 @@ from datacurate.engine.launch import launch_doremi, launch_train, quiet
 from datacurate.engine.progress import Progress
 from datacurate.engine.process import build_stages, reserved_columns
 from datacurate.engine.stats import StageStats, finalize, format_funnel
-from datacurate.io import InputError, plan_reads
+from datacurate.io import KINDS, InputError, check_consumed, plan_reads
 from datacurate.report.scan import read_json
 from datacurate.schema import INPUT_STAGE
 
@@ -276,6 +276,8 @@ def _curate(cfg: PipelineConfig, tasks, journal: Journal, staging: str, show: bo
     outputs = StagedOutputs(journal, staging, final_out)
     if show:
         log(f"[datacurate] {len(tasks)} read tasks over {len({t.path for t in tasks})} files -> {cfg.output.path}")
+    if getattr(tasks, "skipped", None):
+        log(f"[datacurate] not read ({KINDS} only): {_few(tasks.skipped)}")
     os.environ[faults.DRIVER_ENV] = str(os.getpid())  # for the fault injection of tests (kill-driver)
     started = cluster.init_ray(cfg.ray)
     tracker = Progress(show, log=None if default_log else log)
@@ -341,9 +343,33 @@ def _curate(cfg: PipelineConfig, tasks, journal: Journal, staging: str, show: bo
         st = tracker.stats.setdefault("stages", {}).setdefault(name, StageStats())
         st += StageStats(seconds=info["phase_seconds"], metrics=info["metrics"])
     rep = finalize(tracker.stats, [INPUT_STAGE] + [stats_key(s) for s in cfg.stages], time.perf_counter() - t0)
-    if not rep["totals"]["accounted"]:
-        raise RuntimeError(f"accounting mismatch: {rep['totals']}")
+    _check_inputs(tasks, rep, log)
     return rep
+
+
+def _check_inputs(tasks, rep: dict, log) -> None:
+    """Per input file: its tasks consumed it whole and every record became a row (else one
+    line naming the file fails the run); the files a directory or glob held that were not
+    read, and the empty ones, go into stats.json (``input_files``) and a warning."""
+    files = rep["input_files"]
+    problems = check_consumed(tasks, files)
+    if problems:
+        more = f" (and {len(problems) - 1} more files: stats.json of the staged run)" if len(problems) > 1 else ""
+        raise InputError(problems[0] + more)
+    if not rep["totals"]["accounted"]:
+        t = rep["totals"]
+        raise InputError(f"accounting mismatch: read {t['read']:,} != kept {t['kept']:,} + rejected {t['rejected']:,}")
+    files["not_read"] = list(tasks.skipped)
+    files["empty"] = [s for s in tasks.files if not files.get("files", {}).get(s, {}).get("records")]
+    if files["empty"]:
+        log(f"[datacurate] warning: {_few(files['empty'])} held no documents")
+
+
+def _few(names: list[str], n: int = 5) -> str:
+    """``n`` names, and how many more (all of them are in stats.json)."""
+    shown = ", ".join(names[:n])
+    more = f" and {len(names) - n} more (stats.json)" if len(names) > n else ""
+    return f"{len(names)} input file{'s' * (len(names) != 1)}: {shown}{more}"
 
 
 def stats_key(spec) -> str:

@@ -100,6 +100,8 @@ def format_funnel(report: dict) -> str:
             rest = sum(n for _, n in reasons[12:])
             lines.append(f"    {f'... {len(reasons) - 12} more reasons (stats.json)':<40}{rest:>10,}")
     ok = "ok" if t["accounted"] else "MISMATCH"
-    lines.append(f"read {t['read']:,} = kept {t['kept']:,} + rejected {t['rejected']:,} ({ok}); "
+    skipped = len(report.get("input_files", {}).get("not_read", []))
+    not_read = f"; {skipped:,} input file{'s' * (skipped != 1)} not read (stats.json)" if skipped else ""
+    lines.append(f"read {t['read']:,} = kept {t['kept']:,} + rejected {t['rejected']:,} ({ok}){not_read}; "
                  f"{t['wall_seconds']:.1f} s wall")
     return "\n".join(lines)

@@ -10,6 +10,9 @@ with ``O_EXCL`` in ``DATACURATE_FAULT_DIR``; the task that draws number ``n`` ac
 * ``exit`` (default): ``os._exit(1)`` of the worker process: Ray's retry path, for real.
 * ``kill-driver``: ``SIGKILL`` of the driver process (its pid is in
   ``DATACURATE_DRIVER_PID``), as a crash of the whole run; then ``--resume``.
+* ``stop``: :func:`point` returns True, once; a reader's caller then stops reading
+  (``input:read:<n>:stop``: read task ``n`` consumes less than its file, as a reader bug
+  would; the run's per-file check must fail it).
 * ``wait``: the task stops there until the file ``<stage>.<phase>.<n>.go`` appears in the
   directory: a test breaks something for real meanwhile (deletes an input, stops an S3
   endpoint), at a known point of the run, with no timing involved.
@@ -49,13 +52,14 @@ def _claim(path: str) -> bool:
         return False
 
 
-def point(stage: str, phase: str) -> None:
-    """A fault point: act if this call is the armed n-th of ``stage:phase`` (see module doc)."""
+def point(stage: str, phase: str) -> bool:
+    """A fault point: act if this call is the armed n-th of ``stage:phase`` (see module doc);
+    True for a ``stop``."""
     if ENV not in os.environ:
-        return
+        return False
     armed = _armed(stage, phase)
     if not armed:
-        return
+        return False
     d = os.environ.get(DIR_ENV) or "/tmp/datacurate-faults"
     os.makedirs(d, exist_ok=True)
     i = 0
@@ -70,10 +74,13 @@ def point(stage: str, phase: str) -> None:
                 go = os.path.join(d, f"{stage}.{phase}.{n}.go")
                 while not os.path.exists(go):
                     time.sleep(0.05)
-                return
+                return False
+            if action == "stop":
+                return True
             if action != "exit":
                 raise ValueError(f"{ENV}: unknown action {action!r}")
             os._exit(1)
+    return False
 
 
 def fired(stage: str, phase: str, n: int, directory: str) -> bool:

@@ -131,7 +131,7 @@ def test_bad_benchmarks_are_one_line_errors(tmp_path, write_jsonl):
     dup = write_jsonl("d2/quiz.jsonl", [{"q": QUESTION}])
     cases = [
         ([str(tmp_path / "missing.jsonl")], "benchmark not found"),
-        ([str(tmp_path / "nothing")], "has no JSONL or Parquet files"),
+        ([str(tmp_path / "nothing")], "has no JSONL, JSON, Parquet or WARC files"),
         ([str(not_jsonl)], "is not JSONL \\(line 1 is not JSON\\)"),
         ([str(arrays)], "is not JSONL of objects"),
         ([str(empty)], "has no records"),

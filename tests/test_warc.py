@@ -1,0 +1,282 @@
+"""WARC, WET and ARC input: documents and their columns, charsets, non-document records
+counted by type, damage as rejects, splits at gzip members, warcio's agreement, S3."""
+
+from __future__ import annotations
+
+import gzip
+import io
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from warcio.archiveiterator import ArchiveIterator
+from warcio.statusandheaders import StatusAndHeaders
+from warcio.warcwriter import WARCWriter
+
+from datacurate.input_config import InputConfig
+from datacurate.io import InputError, check_consumed, plan_reads, read_task
+from datacurate.readers import warc
+
+DATA = Path(__file__).parent / "data" / "warc"
+
+# real prose: Hugo, Les Misérables (1862) and Natsume Sōseki, 吾輩は猫である (1905), both public domain;
+# the French with the characters where windows-1252 and latin-1 differ (’ “ ” œ — €)
+FRENCH = ("En 1815, M. Charles-François-Bienvenu Myriel était évêque de Digne. C’était un vieillard d’environ "
+          "soixante-quinze ans ; il occupait le siège de Digne depuis 1806. « Sœur Baptistine » disait : “l’œuvre "
+          "de monseigneur — ses pauvres d’abord”, et la dépense montait à 1 500 € par an. ") * 4
+JAPANESE = ("吾輩は猫である。名前はまだ無い。どこで生れたかとんと見当がつかぬ。何でも薄暗いじめじめした所で"
+            "ニャーニャー泣いていた事だけは記憶している。吾輩はここで始めて人間というものを見た。") * 4
+
+
+def _html(text: str, meta: str | None = None) -> str:
+    head = f'<meta charset="{meta}">' if meta else ""
+    return f"<html><head>{head}<title>page</title></head><body><p>{text}</p></body></html>"
+
+
+# (url, page text, charset of the bytes, charset in the HTTP header, in a <meta>)
+PAGES = [
+    ("http://example.org/fr-header", FRENCH, "cp1252", "windows-1252", None),
+    ("http://example.org/fr-meta", FRENCH, "cp1252", None, "windows-1252"),
+    ("http://example.org/fr-latin1-label", FRENCH, "cp1252", "iso-8859-1", None),  # as browsers: windows-1252
+    ("http://example.org/fr-nowhere", FRENCH, "cp1252", None, None),
+    ("http://example.org/ja-header", JAPANESE, "shift_jis", "Shift_JIS", None),
+    ("http://example.org/ja-meta", JAPANESE, "shift_jis", None, "shift_jis"),
+    ("http://example.org/ja-nowhere", JAPANESE, "shift_jis", None, None),
+    ("http://example.org/utf8", FRENCH + JAPANESE, "utf-8", "utf-8", None),
+]
+PDF = (b"%PDF-1.4\n1 0 obj<</Type/Catalog/Pages 2 0 R>>endobj 2 0 obj<</Type/Pages/Kids[3 0 R]/Count 1>>endobj "
+       b"3 0 obj<</Type/Page/Parent 2 0 R/MediaBox[0 0 612 792]>>endobj\ntrailer<</Root 1 0 R>>\n%%EOF\n")
+
+
+def _png() -> bytes:
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.new("RGB", (8, 8), (200, 30, 30)).save(buf, "PNG")
+    return buf.getvalue()
+
+
+def _response(w: WARCWriter, url: str, body: bytes, ctype: str | None, status: str = "200 OK", **kw):
+    headers = [("Content-Length", str(len(body)))] + ([("Content-Type", ctype)] if ctype else [])
+    http = StatusAndHeaders(status, headers, protocol="HTTP/1.1")
+    rec = w.create_warc_record(url, "response", payload=io.BytesIO(body), http_headers=http, **kw)
+    w.write_record(rec)
+    return rec
+
+
+def build_warc(path: Path, gzipped: bool = True, extra_pages: int = 0) -> dict:
+    """A WARC with every kind of record; {url: expected text} of its HTML pages."""
+    expected = {}
+    with open(path, "wb") as f:
+        w = WARCWriter(f, gzip=gzipped)
+        w.write_record(w.create_warcinfo_record(path.name, {"software": "datacurate tests"}))
+        for url, text, enc, header, meta in PAGES:
+            req = w.create_warc_record(url, "request", payload=io.BytesIO(b""),
+                                       http_headers=StatusAndHeaders(f"GET {url} HTTP/1.1", [("Host", "example.org")],
+                                                                     is_http_request=True))
+            w.write_record(req)
+            ctype = f"text/html; charset={header}" if header else "text/html"
+            _response(w, url, _html(text, meta).encode(enc), ctype)
+            expected[url] = _html(text, meta)
+        for i in range(extra_pages):
+            url = f"http://example.org/more-{i}"
+            _response(w, url, _html(f"{i} {FRENCH}").encode("utf-8"), "text/html; charset=utf-8")
+            expected[url] = _html(f"{i} {FRENCH}")
+        _response(w, "http://example.org/missing", _html("Not Found").encode(), "text/html", "404 Not Found")
+        expected["http://example.org/missing"] = _html("Not Found")
+        _response(w, "http://example.org/logo.png", _png(), "image/png")
+        _response(w, "http://example.org/paper.pdf", PDF, "application/pdf")
+        revisit = w.create_revisit_record("http://example.org/fr-header", "sha1:AAAA", "http://example.org/fr-header",
+                                          "2024-01-01T00:00:00Z")
+        w.write_record(revisit)
+        w.write_record(w.create_warc_record("http://example.org/fr-header", "metadata",
+                                            payload=io.BytesIO(b"fetchTimeMs: 12\n"),
+                                            warc_content_type="application/warc-fields"))
+    return expected
+
+
+def read_all(paths, **options) -> tuple[pa.Table, list, dict]:
+    cfg = InputConfig(path=[str(p) for p in (paths if isinstance(paths, list) else [paths])], **options)
+    plan = plan_reads(cfg)
+    counters: dict = {}
+    tables = [t for task in plan for t in read_task(task.to_dict(), cfg, counters)]
+    assert check_consumed(plan, counters) == []
+    return pa.concat_tables(tables), plan, counters
+
+
+@pytest.mark.parametrize("gzipped", [True, False])
+def test_every_record_and_every_page_decoded(tmp_path, gzipped):
+    path = tmp_path / ("crawl.warc.gz" if gzipped else "crawl.warc")
+    expected = build_warc(path, gzipped)
+    table, _, counters = read_all(path)
+    rows = {r["url"]: r for r in table.to_pylist()}
+    assert set(rows) == set(expected) | {"http://example.org/logo.png", "http://example.org/paper.pdf"}
+    for url, html in expected.items():  # each page's characters right, whichever way its charset was given
+        assert rows[url]["text"] == html, url
+        assert rows[url]["reject_reason"] is None
+    assert rows["http://example.org/missing"]["http_status"] == 404
+    assert rows["http://example.org/fr-header"]["http_status"] == 200
+    assert rows["http://example.org/logo.png"]["content_type"] == "image/png"
+    assert rows["http://example.org/paper.pdf"]["content_type"] == "application/pdf"
+    assert rows["http://example.org/paper.pdf"]["text"] == ""  # a binary payload: a document without text
+    assert {r["warc_type"] for r in rows.values()} == {"response"}
+    assert all(r["id"].startswith("<urn:uuid:") and r["date"] for r in rows.values())
+    # the non-document records, counted by type
+    assert counters["warc_records"] == {"warcinfo": 1, "request": len(PAGES), "revisit": 1, "metadata": 1}
+    # the offset finds the record again
+    with open(path, "rb") as f:
+        r = rows["http://example.org/ja-meta"]
+        f.seek(r["warc_offset"])
+        rec = next(iter(ArchiveIterator(f)))
+        assert rec.rec_headers.get_header("WARC-Record-ID") == r["id"]
+
+
+def test_a_run_keeps_the_pages_right(ray_session, tmp_path):
+    from datacurate.config import load_config
+    from datacurate.engine import run_pipeline
+
+    (tmp_path / "in").mkdir()
+    expected = build_warc(tmp_path / "in" / "crawl.warc.gz")
+    out = tmp_path / "out"
+    rep = run_pipeline(load_config({"input": str(tmp_path / "in"), "output": str(out), "ray": {"progress": False},
+                                    "stages": []}), report=False)
+    t = rep["totals"]
+    assert t["read"] == len(expected) + 2 == t["kept"] + t["rejected"] and t["accounted"]
+    kept = pq.read_table(out / "kept").to_pylist()
+    by_url = {r["url"]: r for r in kept}
+    for url, html in expected.items():
+        assert by_url[url]["text"] == html
+    assert by_url["http://example.org/missing"]["http_status"] == 404
+    files = rep["input_files"]
+    assert files["warc_records"]["request"] == len(PAGES)
+    assert files["files"]["crawl.warc.gz"]["consumed"] == (tmp_path / "in" / "crawl.warc.gz").stat().st_size
+
+
+def test_big_file_split_at_gzip_members(tmp_path):
+    path = tmp_path / "big.warc.gz"
+    build_warc(path, extra_pages=60)
+    whole, plan1, _ = read_all(path)
+    split, plan, counters = read_all(path, chunk_bytes=8_000)
+    assert len(plan1) == 1 and len(plan) > 5
+    assert [t.end for t in plan[:-1]] == [t.start for t in plan[1:]] and plan[-1].end == path.stat().st_size
+    for t in plan[1:]:  # every cut is a member that starts a record
+        with open(path, "rb") as f:
+            f.seek(t.start)
+            assert gzip.GzipFile(fileobj=f).read(5) == b"WARC/"
+    cols = ["id", "url", "text", "warc_offset"]
+    assert split.select(cols).to_pylist() == whole.select(cols).to_pylist()
+    assert counters["files"]["big.warc.gz"]["consumed"] == path.stat().st_size
+
+
+def test_damage_is_a_reject_and_the_records_around_it_survive(tmp_path):
+    good = tmp_path / "good.warc.gz"
+    build_warc(good)
+    data = good.read_bytes()
+    whole, _, _ = read_all(good)
+    urls = whole.column("url").to_pylist()
+    offsets = dict(zip(urls, whole.column("warc_offset").to_pylist()))
+
+    # a corrupt gzip member in the middle: that record is a reject, all others survive
+    hit = offsets["http://example.org/ja-header"]
+    bad = bytearray(data)
+    bad[hit + 40:hit + 80] = b"\x00" * 40
+    (tmp_path / "corrupt.warc.gz").write_bytes(bytes(bad))
+    t, _, _ = read_all(tmp_path / "corrupt.warc.gz")
+    rejected = t.filter(pa.compute.is_valid(t.column("reject_reason"))).to_pylist()
+    assert [(r["reject_reason"], r["warc_offset"]) for r in rejected] == [("input/corrupt_record", hit)]
+    survivors = [u for u in t.column("url").to_pylist() if u]
+    assert survivors == [u for u in urls if u != "http://example.org/ja-header"]
+
+    # the last record cut short: a truncated_record reject; everything before it survives
+    last = offsets["http://example.org/paper.pdf"]
+    (tmp_path / "trunc.warc.gz").write_bytes(data[:last + 60])
+    t, _, _ = read_all(tmp_path / "trunc.warc.gz")
+    assert t.column("reject_reason").to_pylist()[-1] == "input/truncated_record"
+    assert [u for u in t.column("url").to_pylist() if u] == urls[:-1]
+
+    # an uncompressed WARC cut inside a record
+    plain = tmp_path / "plain.warc"
+    build_warc(plain, gzipped=False)
+    raw = plain.read_bytes()
+    (tmp_path / "plain-trunc.warc").write_bytes(raw[:raw.index(b"ja-nowhere") + 900])
+    t, _, _ = read_all(tmp_path / "plain-trunc.warc")
+    assert "input/truncated_record" in t.column("reject_reason").to_pylist()
+    assert [u for u in t.column("url").to_pylist() if u][:6] == urls[:6]
+
+
+def test_bad_records_and_files(tmp_path):
+    path = tmp_path / "x.warc"
+    with open(path, "wb") as f:
+        w = WARCWriter(f, gzip=False)
+        _response(w, "http://example.org/a", _html("short").encode(), "text/html")
+        rec = w.create_warc_record("", "resource", payload=io.BytesIO(b"no target"), warc_content_type="text/plain")
+        rec.rec_headers.remove_header("WARC-Target-URI")
+        w.write_record(rec)
+        _response(w, "http://example.org/long", _html("long " * 100).encode(), "text/html")
+    t, _, _ = read_all(path, max_doc_chars=200)
+    assert t.column("reject_reason").to_pylist() == [None, "input/missing_url", "input/doc_too_large"]
+    (tmp_path / "notes.warc").write_text("these are my notes, not a WARC\n")
+    with pytest.raises(InputError, match=r"not a WARC or ARC file: .*notes.warc"):
+        plan_reads(InputConfig(path=[str(tmp_path / "notes.warc")]))
+
+
+# warcio reads each of these files; those it cannot read (a truncated record, wrong chunks) are left out
+AGREE = ["example.warc.gz", "example.warc", "example.arc", "example.arc.gz", "example-iana.org-chunked.warc",
+         "example-resource.warc.gz", "example-wget-bad-target-uri.warc.gz", "example-space-in-url.arc",
+         "post-test.warc.gz", "whirlwind.warc.gz", "whirlwind.warc.wet.gz"]
+
+
+@pytest.mark.parametrize("name", AGREE)
+def test_warcio_agrees_record_for_record(name):
+    path = str(DATA / name)
+    theirs = []
+    with open(path, "rb") as f:
+        for r in ArchiveIterator(f, arc2warc=True):
+            body = r.content_stream().read()
+            status = r.http_headers.get_statuscode() if r.http_headers and r.rec_type == "response" else None
+            theirs.append((r.rec_type, r.rec_headers.get_header("WARC-Target-URI"), status and int(status),
+                           body if r.rec_type in warc.DOCUMENTS else None))
+    plan = plan_reads(InputConfig(path=[path]))
+    ours = [(r.warc_type, r.url, r.http_status, r.payload if r.warc_type in warc.DOCUMENTS else None)
+            for task in plan for r in warc.records(task) if r.damage is None]
+    assert [(t, u, s) for t, u, s, _ in ours] == [(t, u, s) for t, u, s, _ in theirs]
+    assert [p for *_, p in ours] == [p for *_, p in theirs]
+
+
+def test_arc_headers_without_a_length_are_rejects():
+    t, _, counters = read_all(DATA / "bad.arc")  # warcio reads these as empty responses
+    assert t.column("reject_reason").to_pylist() == ["input/corrupt_record", None, "input/corrupt_record"]
+    assert counters["warc_records"] == {"warcinfo": 1}
+
+
+def test_wet_records_are_conversion_documents():
+    t, _, counters = read_all(DATA / "whirlwind.warc.wet.gz")
+    (row,) = t.to_pylist()
+    assert row["warc_type"] == "conversion" and row["http_status"] is None and row["content_type"] == "text/plain"
+    assert row["url"] == "https://an.wikipedia.org/wiki/Escopete" and "Escopete" in row["text"]
+    assert counters["warc_records"] == {"warcinfo": 1}
+
+
+def test_s3_gives_the_same_rows(s3_server, tmp_path):
+    from tests.s3 import make_bucket, upload_dir
+
+    (tmp_path / "in").mkdir()
+    path = tmp_path / "in" / "crawl.warc.gz"
+    build_warc(path, extra_pages=20)
+    local, _, _ = read_all(path, chunk_bytes=8_000)
+    url = f"s3://{make_bucket('warc-in')}/crawl"
+    upload_dir(tmp_path / "in", url)
+    remote, plan, _ = read_all(url + "/crawl.warc.gz", chunk_bytes=8_000)
+    assert len(plan) > 1
+    assert remote.drop_columns(["_ord"]).to_pylist() == local.drop_columns(["_ord"]).to_pylist()
+
+
+def test_the_sample_warc_reads_whole():
+    t, _, counters = read_all(Path(__file__).parent.parent / "sample_data" / "commoncrawl" / "sample.warc.gz")
+    assert t.num_rows == 18 and t.column("reject_reason").null_count == 18
+    assert counters["warc_records"] == {"warcinfo": 3, "request": 3, "metadata": 1, "revisit": 1}
+    text = {u.rsplit("/", 1)[-1]: x for u, x in zip(t.column("url").to_pylist(), t.column("text").to_pylist())}
+    for name in ("apt-get", "apt-cache"):  # declared in the header, in a <meta>, nowhere: the same characters
+        assert text[f"{name}-nowhere.html"] == text[f"{name}-header.html"] and "\ufffd" not in text[f"{name}-meta.html"]
+    assert sorted(t.column("http_status").to_pylist()).count(404) == 1
