@@ -22,7 +22,7 @@ CAPTIONS = ["documents (tokens below) each stage removed, per language", "langid
             "toxicity: document score", "Training: eval loss per domain"]
 
 
-def main(page: str, png: str, width: int = 1000) -> None:
+def main(page: str, png: str, width: int = 1060) -> None:
     b = Browser()
     try:
         b.load(page)

@@ -136,7 +136,7 @@ class Scan:
                     self.tokens["kept"] += pc.sum(b[N_TOKENS]).as_py() or 0
 
     def _hist(self, col: str, edges: np.ndarray, values, stage) -> None:
-        vals = values.to_numpy(zero_copy_only=False).astype(np.float64)  # nulls: NaN
+        vals = pc.fill_null(values.cast(pa.float64()), np.nan).to_numpy(zero_copy_only=False)  # nulls: NaN
         ok = np.isfinite(vals)
         if stage is None:
             series = {KEPT: ok}

@@ -102,7 +102,7 @@ def _size(n: int) -> str:
     return ""
 
 
-def _removed_table(scan: Scan, acc: dict, what: str, order: list[str], top: int = 10) -> str:
+def _removed_table(scan: Scan, acc: dict, what: str, order: list[str], top: int = 9) -> str:
     """Rows: read, each stage that rejected something (in pipeline order), kept; columns: the
     ``top`` commonest values of ``what`` by documents read, the rest, all."""
     read = Counter()

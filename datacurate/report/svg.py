@@ -230,6 +230,6 @@ svg text.v{fill:#555}.ax{stroke:#888}.grid{stroke:#eee}.thr{stroke:#111;stroke-d
 figure{margin:12px 0}figcaption{font-weight:600;font-size:13px}
 table{border-collapse:collapse;margin:8px 0}td,th{border:1px solid #ddd;padding:2px 8px;text-align:left}
 .doc{white-space:pre-wrap;unicode-bidi:isolate;font:12px monospace;background:#f6f6f6;padding:4px;margin:2px 0 8px}
-table.matrix td{text-align:right;font-variant-numeric:tabular-nums}table.matrix small{display:block;color:#555;font-size:11px}
+table.matrix td,table.matrix th{padding:2px 6px}table.matrix td{text-align:right;font-variant-numeric:tabular-nums}table.matrix small{display:block;color:#555;font-size:11px}
 table.matrix th{text-align:left;font-weight:600;white-space:nowrap}td.zero{color:#bbb;text-align:center}svg text.yt{fill:#666}
 .id{font-family:monospace;color:#555}.reason{color:#b22}.note{color:#555;font-size:13px}summary{cursor:pointer}"""
