@@ -127,7 +127,6 @@ def eval_decontaminate_strings(rec: dict) -> list[str]:
 
 # ----------------------------------------------------------------------------- pii
 def bench_pii(repeats: int, size: int, tick) -> dict:
-    from datatrove.data import Document
     from datatrove.pipeline.formatters import PIIFormatter
 
     texts = [r["text"] for f in sorted(CORPUS.iterdir()) for r in read_jsonl(f)]

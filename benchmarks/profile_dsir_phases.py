@@ -14,7 +14,6 @@ from __future__ import annotations
 import _common  # noqa: F401 - one core, one thread
 
 import argparse  # noqa: E402
-import os  # noqa: E402
 import shutil  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402

@@ -154,38 +154,19 @@ def cmd_train_tokenizer(args) -> int:
 
 def cmd_dedup_eval(args) -> int:
     """Precision / recall of near dedup on known duplicate pairs, by true-Jaccard band."""
-    import glob as _glob
-
-    import orjson
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    from datacurate.dedup_eval import dedup_pipeline, make_dup_corpus, pair_report
+    from datacurate.dedup_eval import dedup_pipeline, generate, pair_report, read_clusters, read_pairs
     from datacurate.engine import run_pipeline
 
     os.makedirs(args.output, exist_ok=True)
     if args.generate:
-        texts = []
-        for path in sorted(_glob.glob(os.path.join(args.source, "*.jsonl"))):
-            with open(path, "rb") as f:
-                texts += [orjson.loads(line)["text"] for line in f if line.strip()]
-        docs, pairs = make_dup_corpus(texts, args.generate, [0.0, 0.02, 0.05, 0.1, 0.2, 0.3], seed=args.seed)
-        docs_path = os.path.join(args.output, "docs.parquet")
-        pq.write_table(docs, docs_path)
-        pq.write_table(pairs, os.path.join(args.output, "pairs.parquet"))
+        docs_path, pairs = generate(args.source, args.generate, args.seed, args.output)
     elif args.docs and args.pairs:
-        docs_path = args.docs
-        pairs = pq.read_table(args.pairs) if args.pairs.endswith(".parquet") else pa.Table.from_pylist(
-            [orjson.loads(line) for line in open(args.pairs, "rb") if line.strip()])
-        for col in ("id_a", "id_b", "jaccard"):
-            if col not in pairs.column_names:
-                raise InputError(f"{args.pairs}: pairs need columns id_a, id_b, jaccard (missing {col})")
+        docs_path, pairs = args.docs, read_pairs(args.pairs)
     else:
         raise ConfigError("dedup-eval: give --generate N, or --docs and --pairs")
     cfg = load_config(dedup_pipeline(docs_path, os.path.join(args.output, "run"), args.threshold), args.set)
     run_pipeline(cfg)
-    out = _read_clusters(cfg.output.path)
-    report = pair_report(pairs, out, threshold=args.positive_jaccard)
+    report = pair_report(pairs, read_clusters(cfg.output.path), threshold=args.positive_jaccard)
     with open(os.path.join(args.output, "dedup_eval.json"), "w") as f:
         json.dump(report, f, indent=2)
     print(f"{'true Jaccard':<16}{'pairs':>8}{'merged':>8}{'share':>9}")
@@ -195,18 +176,6 @@ def cmd_dedup_eval(args) -> int:
     print(f"recall (Jaccard >= {report['threshold']}): {report['recall']}; precision: {report['precision']}; "
           f"merged with Jaccard <= 0.5: {report['merged_le_0.5']}")
     return 0
-
-
-def _read_clusters(run_dir: str):
-    import glob as _glob
-
-    import pyarrow as pa
-    import pyarrow.compute as pc
-    import pyarrow.parquet as pq
-
-    files = sorted(_glob.glob(os.path.join(run_dir, "kept", "*.parquet")) + _glob.glob(os.path.join(run_dir, "rejected", "*.parquet")))
-    t = pa.concat_tables([pq.read_table(f, columns=["id", "cluster_id"]) for f in files])
-    return t.filter(pc.is_valid(t["cluster_id"]))
 
 
 def _ray_cfg(args):

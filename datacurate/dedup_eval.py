@@ -60,6 +60,59 @@ def dedup_pipeline(docs: str, out: str, threshold: float) -> dict:
     return {"input": docs, "output": out, "stages": [{"near_dedup": {"threshold": threshold}}]}
 
 
+def generate(source: str, n_docs: int, seed: int, out_dir: str) -> tuple[str, pa.Table]:
+    """``datacurate dedup-eval --generate``: a planted-copy corpus from the texts of the
+    ``*.jsonl`` files in ``source``, written to ``out_dir`` (docs.parquet, pairs.parquet);
+    the docs' path and the pairs."""
+    import glob
+    import os
+
+    import orjson
+    import pyarrow.parquet as pq
+
+    texts = []
+    for path in sorted(glob.glob(os.path.join(source, "*.jsonl"))):
+        with open(path, "rb") as f:
+            texts += [orjson.loads(line)["text"] for line in f if line.strip()]
+    docs, pairs = make_dup_corpus(texts, n_docs, [0.0, 0.02, 0.05, 0.1, 0.2, 0.3], seed=seed)
+    docs_path = os.path.join(out_dir, "docs.parquet")
+    pq.write_table(docs, docs_path)
+    pq.write_table(pairs, os.path.join(out_dir, "pairs.parquet"))
+    return docs_path, pairs
+
+
+def read_pairs(path: str) -> pa.Table:
+    """Known pairs from Parquet or JSONL, with columns id_a, id_b, jaccard (an InputError if one is missing)."""
+    import orjson
+    import pyarrow.parquet as pq
+
+    from datacurate.io import InputError
+
+    if path.endswith(".parquet"):
+        pairs = pq.read_table(path)
+    else:
+        with open(path, "rb") as f:
+            pairs = pa.Table.from_pylist([orjson.loads(line) for line in f if line.strip()])
+    for col in ("id_a", "id_b", "jaccard"):
+        if col not in pairs.column_names:
+            raise InputError(f"{path}: pairs need columns id_a, id_b, jaccard (missing {col})")
+    return pairs
+
+
+def read_clusters(run_dir: str) -> pa.Table:
+    """(id, cluster_id) of every clustered document of a run's kept/ and rejected/ Parquet."""
+    import glob
+    import os
+
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    files = sorted(glob.glob(os.path.join(run_dir, "kept", "*.parquet"))
+                   + glob.glob(os.path.join(run_dir, "rejected", "*.parquet")))
+    t = pa.concat_tables([pq.read_table(f, columns=["id", "cluster_id"]) for f in files])
+    return t.filter(pc.is_valid(t["cluster_id"]))
+
+
 def make_dup_corpus(texts: Sequence[str], n_docs: int, edit_rates: Sequence[float], seed: int,
                     doc_words: int = 300, copy_frac: float = 0.5, ngram: int = 5) -> tuple[pa.Table, pa.Table]:
     """(docs: id, text, orig; pairs: id_a, id_b, kind, edit_rate, jaccard).

@@ -24,7 +24,7 @@ import functools
 import json
 import posixpath
 import re
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
 import orjson
 import pyarrow as pa
@@ -34,6 +34,9 @@ from datacurate import storage
 from datacurate.coerce import ConfigError
 from datacurate.input_config import InputConfig
 from datacurate.schema import BASE_COLUMNS
+
+if TYPE_CHECKING:
+    import numpy as np
 
 JSON = pa.json_(pa.string())
 JSON_FIELDS_KEY = b"datacurate.json_fields"

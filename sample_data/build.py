@@ -1449,7 +1449,7 @@ def main():
         f.write("\n")
 
     # ---- summary ----------------------------------------------------------------------
-    print(f"\n| file | domain | docs | on disk | uncompressed | median doc | max doc | langs |")
+    print("\n| file | domain | docs | on disk | uncompressed | median doc | max doc | langs |")
     print("|---|---|---:|---:|---:|---:|---:|---|")
     tot_docs = tot_disk = 0
     for fn_out, dom, n, raw, disk, sizes, langs in stats:

@@ -8,8 +8,9 @@
 #   (as root, else through sudo). Set DATACURATE_SKIP_BROWSER_INSTALL=1 to leave the
 #   system alone (the browser tests then fail, naming what is missing).
 # * .venv with the package and its test extras (pip install -e ".[test]").
-# * pytest -q; its exit code is this script's, except that "no tests collected" (pytest's
-#   exit 5) is a failure.
+# * ruff check . (the rules in pyproject.toml [tool.ruff.lint]), then pytest -q; the tests run
+#   either way, and the script fails if either fails ("no tests collected", pytest's exit 5,
+#   is a failure).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -35,10 +36,14 @@ if [ -z "${DATACURATE_SKIP_BROWSER_INSTALL:-}" ] && ! browser >/dev/null; then
 fi
 
 python3 -m venv .venv && .venv/bin/pip install -q -e ".[test]" || exit $?
+.venv/bin/ruff check .
+lint=$?
+[ "$lint" -eq 0 ] || echo "scripts/test.sh: ruff check failed (fix the lines above; the tests run anyway)" >&2
 .venv/bin/python -m pytest -q --durations=20 "$@"
 rc=$?
 if [ "$rc" -eq 5 ]; then
   echo "scripts/test.sh: pytest collected no tests" >&2
   exit 1
 fi
-exit "$rc"
+[ "$rc" -ne 0 ] && exit "$rc"
+exit "$lint"

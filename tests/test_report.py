@@ -67,7 +67,9 @@ def _rows(n: int, rng, rejected: bool) -> dict:
 
 
 REJECT_PLAN = [("heuristics", "gopher/too_few_words", 7), ("heuristics", "c4/curly_bracket", 3),
-               ("langid", "langid/language", 40), ("near_dedup", "near_dedup/dup_of", 4)]
+               ("heuristics", "c4/lorem_ipsum", 1),
+               ("langid", "langid/language", 40), ("near_dedup", "near_dedup/dup_of", 4),
+               ("decompose", "decompose/too_short", 2)]  # rejected after tokenize: with n_tokens
 
 
 @pytest.fixture(scope="module")
@@ -87,6 +89,7 @@ def run_dir(tmp_path_factory) -> str:
     rej["id"][-len(HOSTILE):] = list(HOSTILE)
     rej["text"][-len(HOSTILE):] = list(HOSTILE.values())
     rej["reject_stage"], rej["reject_reason"] = stages, reasons
+    rej["n_tokens"] = pa.array([30 + i if s == "decompose" else None for i, s in enumerate(stages)], pa.int32())
     (out / "kept").mkdir(parents=True)
     (out / "rejected").mkdir()
     pq.write_table(kept, out / "kept" / "part-0.parquet", row_group_size=64)
@@ -134,7 +137,8 @@ def run_dir(tmp_path_factory) -> str:
             f.write(json.dumps({"step": s, "tokens": 4096 * s, "loss": 9.0 - 0.1 * s, "tokens_per_s": 5000.0 + s,
                                 "mfu": 0.01 * s}) + "\n")
             if s % 10 == 0:
-                f.write(json.dumps({"step": s, "eval_loss": {"all": 8.0 - 0.05 * s, "news": 8.2 - 0.05 * s}}) + "\n")
+                f.write(json.dumps({"step": s, "eval_loss": {"all": 8.0 - 0.05 * s, "news": 8.2 - 0.05 * s},
+                                    "eval_tokens": {"all": 189, "news": 63}}) + "\n")
     (out / "doremi").mkdir()
     with open(out / "doremi" / "weights.jsonl", "w") as f:
         for s in range(1, 11):
@@ -160,7 +164,7 @@ def test_report_content(run_dir, tmp_path):
     assert "reject below 0.65" in page and "reject below 0.5" in page and "reject above 0.1" in page
     # samples: at most 5 per reason, every hostile document escaped, long text truncated
     assert "gopher/too_few_words: 7 documents, 5 shown" in page
-    assert "c4/curly_bracket: 3 documents, 3 shown" in page
+    assert "c4/curly_bracket: 3 documents, 3 shown" in page and "c4/lorem_ipsum: 1 document, 1 shown" in page
     assert "near_dedup/dup_of: 4 documents, 4 shown" in page and "near_dedup/dup_of:k0" in page
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page and "<script>" not in page
     assert "&lt;img src=x onerror=alert(1)&gt;" in page and "&lt;/textarea&gt;" in page
@@ -354,6 +358,55 @@ def test_report_in_chromium(run_dir, tmp_path, browser):
     assert near((0x4C, 0x78, 0xA8)) > 20_000  # kept bars and lines
     assert near((0xE4, 0x57, 0x56)) > 10_000  # rejected bars
     assert (img.min(axis=2) < 200).mean() > 0.03  # ink on the page
+
+
+def _svg_texts(b: "Browser", caption: str) -> list[str]:
+    return b.evaluate(f"Array.from(document.querySelectorAll('figure')).filter(f => f.querySelector('figcaption')"
+                      f".textContent.startsWith({json.dumps(caption)}))[0].querySelectorAll('svg text')"
+                      ".values().map(t => t.textContent).toArray()")
+
+
+def _table(b: "Browser", cls: str) -> list[list[str]]:
+    return b.evaluate(f"Array.from(document.querySelector('table.{cls}').rows).map(r => Array.from(r.cells)"
+                      ".map(c => c.innerText.replace(/\\n/g, ' ').trim()))")
+
+
+def test_report_says_who_removed_what(run_dir, tmp_path, browser):
+    """As a reader sees it in the browser: the histogram legend and y axis, the funnel's
+    labels, the domain x stage table (documents from the Parquet; tokens exact where
+    tokenized, estimated and marked where not) and the held-out size of each eval loss."""
+    browser.load(write_report(run_dir, path=str(tmp_path / "report.html")))
+    lang = _svg_texts(browser, "langid: top-1 language probability")
+    assert {"kept", "rejected by langid", "rejected by a later stage", "documents"} <= set(lang)
+    assert {"0", "10", "20"} <= set(lang)  # the y axis: document counts
+    funnel = _svg_texts(browser, "documents kept and rejected by each stage")
+    assert "in 262: kept 222, rejected 40" in funnel and "in 222: kept 206, rejected 16" in funnel
+
+    rej = pq.read_table(os.path.join(run_dir, "rejected")).to_pylist()
+    kept = pq.read_table(os.path.join(run_dir, "kept")).to_pylist()
+    table = _table(browser, "who-domain")
+    head, rows = table[0], {r[0]: r[1:] for r in table[1:]}
+    assert head[0] == "stage \\ domain" and head[-1] == "all" and set(head[1:-1]) == set(DOMAINS)
+    assert list(rows) == ["read", "rejected by langid", "rejected by heuristics", "rejected by near_dedup",
+                          "rejected by decompose", "kept"]
+    assert rows["rejected by decompose"][-1] == "2 " + f'{sum(r["n_tokens"] or 0 for r in rej):,}'  # exact: tokenized
+    for col, dom in enumerate(head[1:-1]):
+        for stage in ("langid", "heuristics", "near_dedup"):
+            n = sum(r["domain"] == dom and r["reject_stage"] == stage for r in rej)
+            docs = rows[f"rejected by {stage}"][col]
+            assert docs == "·" if n == 0 else docs.startswith(f"{n:,} ≈"), (dom, stage, docs)
+        toks = sum(r["n_tokens"] for r in kept if r["domain"] == dom)
+        n = sum(r["domain"] == dom for r in kept)
+        assert rows["kept"][col] == f"{n:,} {toks:,}"  # tokenized: exact, no ≈
+    assert rows["read"][-1].startswith(f"{len(rej) + len(kept):,} ≈")
+    langs = _table(browser, "who-language")
+    assert langs[0][1] == "en" and [r[0] for r in langs][1:3] == ["read", "rejected by langid"]
+
+    tables = browser.evaluate("Array.from(document.querySelectorAll('table')).map(t => Array.from(t.rows)"
+                              ".map(r => Array.from(r.cells).map(c => c.innerText)))")
+    evals = next(t for t in tables if t[0][0] == "domain")
+    assert evals == [["domain", "eval loss at step 20", "held-out tokens"], ["all", "7", "189"], ["news", "7.2", "63"]]
+    assert "news (63 tokens)" in _svg_texts(browser, "Training: eval loss per domain")
 
 
 def test_hostile_text_detected_when_escaping_is_removed(run_dir, tmp_path, browser, monkeypatch):

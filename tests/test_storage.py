@@ -19,7 +19,6 @@ import pytest
 import yaml
 import zstandard
 
-from datacurate import storage
 from datacurate.config import load_config
 from datacurate.engine import run_pipeline
 from tests import s3

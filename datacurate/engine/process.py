@@ -23,7 +23,7 @@ from datacurate import fields, storage
 from datacurate.config import PipelineConfig, StageSpec
 from datacurate.engine.stats import StageStats, add_task, count_reasons, merge, plain
 from datacurate.io import ReadTask, read_task, write_parts
-from datacurate.phases import faults
+from datacurate.phases import faults, layout
 from datacurate.schema import (
     BASE_COLUMNS, INPUT_STAGE, INTERNAL_COLUMNS, ORD, REJECT_COLUMNS, REJECT_REASON, REJECT_STAGE, is_internal,
     part_name,
@@ -94,14 +94,6 @@ def _output(table: pa.Table, columns: list) -> pa.Table:
     base = [pa.field(n, t) for n, t in columns[:len(BASE_COLUMNS)]]
     schema = pa.schema(base + extras + [pa.field(n, t) for n, t in columns[len(BASE_COLUMNS):]])
     return table.select(schema.names).cast(schema)
-
-
-def work_dir(out: str, segment: int) -> str:
-    return storage.join(out, "_work", f"s{segment}")
-
-
-def decisions_dir(out: str, segment: int) -> str:
-    return storage.join(out, "_work", f"d{segment}")
 
 
 def _mark_stage(out: pa.Table, newly: np.ndarray, name: str) -> pa.Table:
@@ -180,7 +172,7 @@ def _write_split(table: pa.Table, seg: Segment, out: str, name: str, cfg: Pipeli
     rej = _output(table.filter(rejected), seg.columns)
     if ok.num_rows:
         write_atomic(ok.drop_columns([REJECT_STAGE, REJECT_REASON]),
-                     storage.join(work_dir(out, seg.index), f"part-{name}.parquet"), cfg.output.compression)
+                     storage.join(layout.parts(out, seg.index), f"part-{name}.parquet"), cfg.output.compression)
     if rej.num_rows:
         write_atomic(fields.for_output(rej), storage.join(out, "rejected", f"part-{name}.parquet"),
                      cfg.output.compression)
@@ -235,7 +227,7 @@ def curate_work_file(path: str, cfg: PipelineConfig, seg: Segment, global_stage:
     table = storage.read_parquet(path)
     for name, typ in REJECT_COLUMNS.items():
         table = table.append_column(name, pa.nulls(table.num_rows, typ))
-    decisions = load_decisions(decisions_dir(cfg.output.path, seg.index), path, global_stage)
+    decisions = load_decisions(layout.decisions(cfg.output.path, seg.index), path, global_stage)
     table, st = apply_stage(global_stage, table, decisions)
     add_task(stats, {"stages": {global_stage.stats_key(global_stage.config): st}})
     _finish(table, stages, seg, cfg, stats)

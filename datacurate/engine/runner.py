@@ -15,7 +15,7 @@ from typing import Callable
 
 from datacurate import errors, storage
 from datacurate.config import ConfigError, PipelineConfig, check_order, dump_config, to_dict
-from datacurate.phases import faults
+from datacurate.phases import faults, layout
 from datacurate.phases.journal import Journal
 from datacurate.engine.launch import launch_doremi, launch_train, quiet
 from datacurate.engine.progress import Progress
@@ -25,7 +25,7 @@ from datacurate.io import KINDS, InputError, check_consumed, plan_reads
 from datacurate.report.scan import read_json
 from datacurate.schema import INPUT_STAGE
 
-OWNED = ("kept", "rejected", "stats.json", "config.yaml", "_work", "report.html")
+OWNED = ("kept", "rejected", "stats.json", "config.yaml", layout.WORK, "report.html")
 
 
 def _owned(cfg: PipelineConfig) -> tuple[str, ...]:
@@ -57,7 +57,6 @@ def check_model_sections(cfg: PipelineConfig) -> None:
             raise ConfigError(f"{name}.data.domain_weights: file not found: {w}")
 
 
-STAGING = "_work/run"  # under OUT: where an unfinished run writes
 OUTSIDE = "outputs"  # journal key: stage outputs staged outside OUT (see context.StagedOutputs)
 
 
@@ -66,7 +65,7 @@ def check_output(cfg: PipelineConfig) -> None:
     out = cfg.output.path
     if storage.isfile(out):
         raise ConfigError(f"output: {out} exists and is not a directory")
-    present = [p for p in _owned(cfg) if p != "_work" and storage.exists(storage.join(out, p))]
+    present = [p for p in _owned(cfg) if p != layout.WORK and storage.exists(storage.join(out, p))]
     if present and not cfg.output.overwrite:
         raise ConfigError(f"output: {out} already holds a run ({', '.join(present)}); set output.overwrite: true")
 
@@ -91,10 +90,10 @@ def config_sha256(cfg: PipelineConfig) -> str:
 
 def _discard_unfinished(out: str) -> None:
     """Before a new run: the staged outputs and work of an unfinished one go."""
-    journal = Journal(storage.join(out, STAGING, "_work", "journal"))
+    journal = Journal(layout.journal(layout.staging(out)))
     for staged in journal.get("run", OUTSIDE, {}):
         storage.delete(staged)
-    storage.delete(storage.join(out, "_work"))
+    storage.delete(layout.work(out))
 
 
 def _swap(cfg: PipelineConfig, journal: Journal, staging: str) -> None:
@@ -109,7 +108,7 @@ def _swap(cfg: PipelineConfig, journal: Journal, staging: str) -> None:
     state = journal.get("run", "swap", {})
     if not state.get("cleared"):
         storage.delete(storage.join(out, "stats.json"))
-        for name in (set(_owned(cfg)) | set(storage.listdir(staging))) - {"_work"}:
+        for name in (set(_owned(cfg)) | set(storage.listdir(staging))) - {layout.WORK}:
             storage.delete(storage.join(out, name))
         for staged, info in outside.items():
             if storage.isdir(info["final"]):
@@ -117,7 +116,7 @@ def _swap(cfg: PipelineConfig, journal: Journal, staging: str) -> None:
                     if any(fnmatch.fnmatch(name, pat) for pat in info["owns"]):
                         storage.delete(storage.join(info["final"], name))
         journal.record("run", "swap", {"cleared": True})
-    _move_tree(staging, out, skip="_work")
+    _move_tree(staging, out, skip=layout.WORK)
     for staged, info in outside.items():
         if storage.isdir(staged):
             _move_tree(staged, info["final"])
@@ -179,8 +178,8 @@ def _run(cfg: PipelineConfig, progress: bool | None, log: Callable[[str], None],
             stage.preflight(cfg, i)
     check_model_sections(cfg)
     out = cfg.output.path
-    staging = storage.join(storage.abspath(out), STAGING)  # workers may not share the driver's cwd
-    journal = Journal(storage.join(staging, "_work", "journal"))
+    staging = layout.staging(storage.abspath(out))  # workers may not share the driver's cwd
+    journal = Journal(layout.journal(staging))
     digest = config_sha256(cfg)
     started = journal.get("run", "config")
     if resume and started is not None and started["sha256"] != digest:
@@ -245,7 +244,7 @@ def _work(cfg: PipelineConfig, tasks, journal: Journal, staging: str, digest: st
     rep["config_sha256"] = digest
     storage.write_text(storage.join(out, "stats.json"), json.dumps(rep, indent=2))  # last: marks a complete run
     if not cfg.output.keep_work:
-        storage.delete(storage.join(out, "_work"))
+        storage.delete(layout.work(out))
     return rep
 
 
@@ -265,7 +264,7 @@ def _curate(cfg: PipelineConfig, tasks, journal: Journal, staging: str, show: bo
     """Every segment's map tasks and every global stage, into ``staging``; the report."""
     from datacurate.phases.context import StagedOutputs
     from datacurate.phases.local import LocalContext, input_docs, run_global
-    from datacurate.engine.process import segments_of, work_dir
+    from datacurate.engine.process import segments_of
     from datacurate.engine.ray import cluster, segments as ray_segments
     from datacurate.engine.ray.context import RayContext
 
@@ -300,7 +299,7 @@ def _curate(cfg: PipelineConfig, tasks, journal: Journal, staging: str, show: bo
                         log(f"[datacurate] {spec.name}: global phases")
                     t1 = time.perf_counter()
                     index = next(i for i, s in enumerate(run_cfg.stages) if s is spec)  # two equal specs stay apart
-                    files = storage.list_files(work_dir(staging, seg.index - 1), ".parquet")
+                    files = storage.list_files(layout.parts(staging, seg.index - 1), ".parquet")
                     small = input_docs(files) < cfg.ray.small_input_docs  # all phases in one task, in-process
                     ctx = (LocalContext if small else RayContext)(
                         staging, spec.name, journal, files, final_out, outputs, seg.index, cfg.output.compression,
@@ -317,7 +316,7 @@ def _curate(cfg: PipelineConfig, tasks, journal: Journal, staging: str, show: bo
                     skipped += 1
                     total += 1
                 global_info[stats_key(spec)] = info
-                listed = storage.sizes(work_dir(staging, seg.index - 1), ".parquet")
+                listed = storage.sizes(layout.parts(staging, seg.index - 1), ".parquet")
                 items = [(posixpath.basename(p), p) for p in listed]
                 sizes = {posixpath.basename(p): n for p, n in listed.items()}
             tracker.segment(seg.index, len(items), names, later, sum(sizes.values()))

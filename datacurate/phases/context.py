@@ -14,6 +14,9 @@ Tables; every task passes a fault point (:mod:`datacurate.phases.faults`) named
 the primitives (``read``, ``_run_items``, ``actors``, ``release``): ``RayContext``
 (:mod:`datacurate.engine.ray.context`, Ray Data and actors) and ``LocalContext``
 (:mod:`datacurate.phases.local`, this process: the small-input path and ``stage(table)``).
+What a ``read`` returns is a :class:`Blocks` (``Data`` on Ray, ``LocalData`` here), what
+``actors`` returns are :class:`Worker` s: both declared below, so a stage written against
+them runs on either.
 """
 
 from __future__ import annotations
@@ -21,16 +24,77 @@ from __future__ import annotations
 import fnmatch
 import posixpath
 import sys
-from typing import Callable, Sequence
+from abc import ABC, abstractmethod
+from typing import Any, Callable, Iterator, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from datacurate import storage
+from datacurate.phases import layout
 from datacurate.phases.journal import Journal
 
 
-class Context:
+class Blocks(ABC):
+    """A table of blocks a global stage reads and reshapes, lazily evaluated where it can
+    be. Every function given to it takes and returns ``pyarrow.Table``; ``phase`` names
+    its tasks (``<stage>:<phase>`` fault points). Implemented by
+    :class:`datacurate.engine.ray.data.Data` (Ray Data) and
+    :class:`datacurate.phases.local.LocalData` (in this process)."""
+
+    @abstractmethod
+    def map(self, phase: str, fn: Callable, whole: bool = False, **kw) -> "Blocks":
+        """``fn(batch, **kw)`` on every block, batch by batch (``whole``: the block at once)."""
+
+    @abstractmethod
+    def groupby(self, phase: str, key: str, parts: int, fn: Callable, concurrency: int | None = None,
+                **kw) -> "Blocks":
+        """``fn(group, **kw)`` once per distinct ``key`` (hash-partitioned into ``parts``)."""
+
+    @abstractmethod
+    def join(self, other: "Blocks", on: str, parts: int) -> "Blocks":
+        """Inner join on the integer column ``on``, where each key occurs at most once in
+        ``other`` (a lookup: edges -> signatures, members -> attributes)."""
+
+    @abstractmethod
+    def single(self, phase: str, fn: Callable, **kw) -> "Blocks":
+        """``fn(everything)`` in one task (not the driver): for data known to be small."""
+
+    @abstractmethod
+    def select(self, columns: Sequence[str]) -> "Blocks":
+        ...
+
+    @abstractmethod
+    def rename(self, mapping: dict) -> "Blocks":
+        ...
+
+    @abstractmethod
+    def materialize(self) -> "Blocks":
+        """Computed now, once, however often it is read after."""
+
+    @abstractmethod
+    def count(self) -> int:
+        ...
+
+    @abstractmethod
+    def rows(self) -> list[dict]:
+        """Every row, on the driver: for small results."""
+
+    @abstractmethod
+    def sorted_head(self, keys: list[str], descending: list[bool], k: int,
+                    batch_size: int = 65_536) -> Iterator[pa.Table]:
+        """The first ``k`` rows in sort order, batch by batch."""
+
+
+class Worker(ABC):
+    """A stateful worker a global stage created (``ctx.actors``)."""
+
+    @abstractmethod
+    def call(self, method: str, *args) -> Any:
+        """``method(*args)`` on the worker's object; its result."""
+
+
+class Context(ABC):
     """One global stage's view of the run: ``out`` where it writes (staged), ``files`` the
     parts it decides on, ``final_out`` where the outputs go once the run completes, the stage
     specs before it, the configuration as given (plain data), ``progress(stage, phase, done,
@@ -44,7 +108,7 @@ class Context:
         self.final_out = storage.abspath(final_out)
         self.outputs, self.seg_index, self.compression = outputs, seg_index, compression
         self.stages_before, self.run_config_dict = list(stages_before), run_config_dict or {}
-        self.decisions_dir = storage.join(out, "_work", f"d{seg_index}")
+        self.decisions_dir = layout.decisions(out, seg_index)
         self.log = log or (lambda m: print(m, file=sys.stderr, flush=True))
         self.progress = progress
         self.skipped = 0  # per-file tasks found done in the journal
@@ -54,7 +118,7 @@ class Context:
         return storage.join(self.decisions_dir, posixpath.basename(part_file))
 
     def scratch(self, name: str) -> str:
-        d = storage.join(self.out, "_work", f"{name}{self.seg_index}")
+        d = layout.scratch(self.out, name, self.seg_index)
         storage.makedirs(d)
         return d
 
@@ -83,6 +147,25 @@ class Context:
         if todo:
             results.update(self._run_items(phase, fn, todo, kwargs, self.journal if journal else None, kind))
         return [results[k] for k in keys]
+
+    # ---- what a sibling implements (where the work runs)
+    @abstractmethod
+    def read(self, files: Sequence[str], columns: Sequence[str]) -> Blocks:
+        """``columns`` of Parquet ``files``, plus ``_wpart`` (each row's file name)."""
+
+    @abstractmethod
+    def _run_items(self, phase: str, fn: Callable, todo: list, kwargs: dict, journal: Journal | None,
+                   kind: str) -> dict:
+        """``fn(item, **kwargs)`` for the (key, item) pairs of ``todo``, one task each, each
+        result recorded in ``journal`` (under ``kind``, unless None) as its task ends; {key: result}."""
+
+    @abstractmethod
+    def actors(self, cls: type, args: Sequence[tuple]) -> list[Worker]:
+        """One worker holding ``cls(*a)`` per entry of ``args``."""
+
+    @abstractmethod
+    def release(self, actors: Sequence[Worker]) -> None:
+        """The workers are no longer needed."""
 
 
 JP, SIDE = "_jp", "_side"  # a join's partition and side (0: left, 1: right) columns

@@ -21,14 +21,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from datacurate import storage
-from datacurate.phases import faults
-from datacurate.phases.context import SIDE, Context, DirectOutputs, join_group
+from datacurate.phases import faults, layout
+from datacurate.phases.context import SIDE, Blocks, Context, DirectOutputs, Worker, join_group
 from datacurate.phases.journal import Journal
 from datacurate.schema import ID, ORD, REJECT_REASON, WPART
 
 
-class LocalData:
-    """:class:`datacurate.engine.ray.data.Data` over in-memory blocks (a list of tables)."""
+class LocalData(Blocks):
+    """:class:`~datacurate.phases.context.Blocks` in memory (a list of tables)."""
 
     def __init__(self, blocks: list[pa.Table], stage: str):
         self.blocks, self._stage = [b for b in blocks if b is not None], stage
@@ -101,7 +101,7 @@ class LocalData:
         yield from t.sort_by(order).slice(0, k).to_batches(max_chunksize=batch_size)
 
 
-class LocalActorRef:
+class LocalActorRef(Worker):
     """A stateful worker object in this process (the local stand-in for an actor)."""
 
     def __init__(self, obj):
@@ -152,17 +152,17 @@ def run_table(stage, table: pa.Table, out: str | None = None) -> tuple[pa.Table,
     straight to their place."""
     with tempfile.TemporaryDirectory(prefix="datacurate-") as tmp:
         root = storage.abspath(out or tmp)
-        part = storage.join(root, "_work", "s0", "part-0.parquet")
+        part = storage.join(layout.parts(root, 0), "part-0.parquet")
         if ID not in table.column_names:  # documents known by their position
             table = table.append_column(ID, pa.array([str(i) for i in range(table.num_rows)], pa.string()))
         if table.num_rows:
             storage.write_parquet(table, part)
-        ctx = LocalContext(root, stage.name, Journal(storage.join(root, "_work", "journal")),
+        ctx = LocalContext(root, stage.name, Journal(layout.journal(root)),
                            [part] if table.num_rows else [], root, DirectOutputs())
         metrics = stage.run_global(ctx)
         path = ctx.decisions_path(part)
         decisions = storage.read_parquet(path) if storage.exists(path) else None
-        storage.delete(storage.join(root, "_work"))
+        storage.delete(layout.work(root))
     if decisions is None:
         cols = {ORD: pa.int64(), REJECT_REASON: pa.string(), **stage.columns}
         decisions = pa.table({n: pa.array([], t) for n, t in cols.items()})

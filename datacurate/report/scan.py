@@ -11,10 +11,11 @@ import re
 from collections import Counter, defaultdict
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.compute as pc
 
 from datacurate import storage
-from datacurate.schema import DOMAIN, N_TOKENS, REJECT_STAGE
+from datacurate.schema import DOMAIN, N_TOKENS, REJECT_STAGE, TEXT
 from datacurate.stages.base import value_counts
 
 SAMPLES = 5  # documents shown per reject reason
@@ -73,33 +74,49 @@ def _value_range(files: list[str], col: str) -> tuple[float, float] | None:
     return (lo, hi) if lo <= hi else None
 
 
-class Scan:
-    """Counts and histograms over every kept and rejected row, one batch at a time: ``hist``
-    of each score column (``scores``: column -> histogram range, None: the data's),
-    ``counts`` by value of the domain and the ``counted`` columns (before: every row,
-    after: the kept ones), and the tokens kept and rejected (by reject stage)."""
+KEPT, HERE, LATER = "kept", "here", "later"  # a score histogram's series (see :class:`Scan`)
 
-    def __init__(self, out_dir: str, scores: dict | None = None, counted=(), bins: int = 40):
+
+class Scan:
+    """Counts and histograms over every kept and rejected row, one batch at a time.
+
+    * ``hist[col]``: the histogram of each score column (``scores``: column -> histogram
+      range, None: the data's) in three series: ``kept``, ``here`` (rejected by the stage
+      that owns the column, ``owners[col]``) and ``later`` (rejected by another stage: one
+      that ran after it, as rows a stage rejects never reach the stages after it).
+    * ``counts[col]``: counts by value of the domain and the ``counted`` columns (before:
+      every row, after: the kept ones).
+    * ``removed[col]`` for the domain and the ``by`` columns: {(reject stage or None for
+      kept, value): [documents, tokens, unknown, unknown bytes]}: the ``n_tokens`` of the
+      rows that have it, and the count and UTF-8 bytes of those that do not (rows rejected
+      before tokenization), which :meth:`tokens` turns into an estimate.
+    * ``tokens``: kept and rejected (by reject stage).
+    """
+
+    def __init__(self, out_dir: str, scores: dict | None = None, counted=(), bins: int = 40,
+                 owners: dict | None = None, by=()):
         self.kept, self.rejected = _files(out_dir, "kept"), _files(out_dir, "rejected")
-        self.edges = {}
+        self.edges, self.owners = {}, owners or {}
         for col, bounds in (scores or {}).items():
             lo, hi = bounds or _value_range(self.kept + self.rejected, col) or (None, None)
             if lo is not None:
                 self.edges[col] = np.linspace(lo, hi if hi > lo else lo + 1.0, bins + 1)
-        self.hist = {c: {"kept": np.zeros(bins, np.int64), "rejected": np.zeros(bins, np.int64)} for c in self.edges}
+        self.hist = {c: {k: np.zeros(bins, np.int64) for k in (KEPT, HERE, LATER)} for c in self.edges}
         self.counts = {c: {"before": Counter(), "after": Counter()} for c in (DOMAIN, *counted)}
+        self.removed = {c: defaultdict(lambda: np.zeros(4, np.int64)) for c in (DOMAIN, *by)}
         self.tokens = {"kept": 0, "rejected": Counter()}  # rejected: by reject_stage
         self.has_tokens = False
-        self.columns = [REJECT_STAGE, N_TOKENS, *self.counts, *self.edges]
+        self.token_bytes = np.zeros(2, np.int64)  # tokens and UTF-8 bytes of the rows with n_tokens
+        self.columns = list(dict.fromkeys([REJECT_STAGE, N_TOKENS, TEXT, *self.counts, *self.removed, *self.edges]))
         for path in self.kept + self.rejected:
             self._file(path, path in self.rejected)
 
     def _file(self, path: str, rejected: bool) -> None:
         pf = storage.parquet_file(path)
         cols = [c for c in self.columns if c in pf.schema_arrow.names]
-        status = "rejected" if rejected else "kept"
         for batch in pf.iter_batches(batch_size=65_536, columns=cols):
             b = {c: batch.column(i) for i, c in enumerate(cols)}
+            stage = b.get(REJECT_STAGE) if rejected else None
             for name, counts in self.counts.items():
                 if name in b:
                     vc = value_counts(b[name])
@@ -108,21 +125,58 @@ class Scan:
                         counts["after"].update(vc)
             for col, edges in self.edges.items():
                 if col in b:
-                    vals = b[col].drop_null().to_numpy(zero_copy_only=False).astype(np.float64)
-                    vals = vals[np.isfinite(vals)]
-                    self.hist[col][status] += np.histogram(np.clip(vals, edges[0], edges[-1]), edges)[0]
+                    self._hist(col, edges, b[col], stage)
+            self._removed(b, stage, batch.num_rows)
             if N_TOKENS in b and b[N_TOKENS].null_count < len(b[N_TOKENS]):
                 self.has_tokens = True
                 if rejected:
-                    for stage, n in _sum_by(b[REJECT_STAGE], b[N_TOKENS]).items():
-                        self.tokens["rejected"][stage] += n
+                    for st, n in _sum_by(b[REJECT_STAGE], b[N_TOKENS]).items():
+                        self.tokens["rejected"][st] += n
                 else:
                     self.tokens["kept"] += pc.sum(b[N_TOKENS]).as_py() or 0
 
+    def _hist(self, col: str, edges: np.ndarray, values, stage) -> None:
+        vals = pc.fill_null(values.cast(pa.float64()), np.nan).to_numpy(zero_copy_only=False)  # nulls: NaN
+        ok = np.isfinite(vals)
+        if stage is None:
+            series = {KEPT: ok}
+        else:
+            here = np.asarray(pc.fill_null(pc.equal(stage, self.owners.get(col, "")), False))
+            series = {HERE: ok & here, LATER: ok & ~here}
+        for key, mask in series.items():
+            self.hist[col][key] += np.histogram(np.clip(vals[mask], edges[0], edges[-1]), edges)[0]
+
+    def _removed(self, b: dict, stage, n: int) -> None:
+        """Documents, tokens and bytes of tokens unknown, by (reject stage, value) of each ``removed`` column."""
+        if not self.removed:
+            return
+        ntok = b.get(N_TOKENS, pa.nulls(n, pa.int64()))
+        size = pc.fill_null(pc.binary_length(b[TEXT]), 0) if TEXT in b else pa.array(np.zeros(n, np.int64))
+        known = pc.is_valid(ntok)
+        self.token_bytes += [pc.sum(ntok).as_py() or 0, pc.sum(pc.if_else(known, size, 0)).as_py() or 0]
+        cols = {"s": stage if stage is not None else pa.nulls(n, pa.string()), "d": pa.array(np.ones(n, np.int64)),
+                "t": pc.fill_null(ntok, 0), "u": pc.cast(pc.invert(known), pa.int64()), "b": pc.if_else(known, 0, size)}
+        for col, acc in self.removed.items():
+            v = b.get(col, pa.nulls(n, pa.string()))
+            t = pa.table({**cols, "v": v}).group_by(["s", "v"]).aggregate([(k, "sum") for k in "dtub"])
+            for row in t.to_pylist():
+                acc[(row["s"], row["v"])] += [row["d_sum"], row["t_sum"], row["u_sum"], row["b_sum"]]
+
+    @property
+    def tokens_per_byte(self) -> float:
+        """Of the rows with ``n_tokens``: their tokens per UTF-8 byte of text."""
+        return self.token_bytes[0] / self.token_bytes[1] if self.token_bytes[1] else 0.0
+
+    def tokens_of(self, counts) -> tuple[int, bool]:
+        """Tokens of a ``removed`` entry, and whether they are estimated: the rows without
+        ``n_tokens`` count their bytes at :attr:`tokens_per_byte`."""
+        docs, tokens, unknown, size = (int(x) for x in counts)
+        if not unknown:
+            return tokens, False
+        return tokens + round(size * self.tokens_per_byte), True
+
 
 def _sum_by(keys, values) -> dict:
-    import pyarrow as pa
-
     t = pa.table({"k": keys, "v": values}).group_by("k").aggregate([("v", "sum")])
     return {k: v or 0 for k, v in zip(t.column("k").to_pylist(), t.column("v_sum").to_pylist())}
 

@@ -18,14 +18,15 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import yaml
 
 from datacurate import shards, storage
 from datacurate.coerce import coerce
 from datacurate.registry import STAGES
 from datacurate.report import svg
-from datacurate.report.scan import (SAMPLE_CHARS, Scan, find_training, read_json, read_jsonl, sample_rejects,
-                                    shard_counts)
+from datacurate.report.scan import (HERE, KEPT, LATER, SAMPLE_CHARS, Scan, find_training, read_json, read_jsonl,
+                                    sample_rejects, shard_counts)
 from datacurate.schema import DOMAIN
 from datacurate.stages.base import Stage
 
@@ -72,10 +73,12 @@ def funnel_section(stats: dict, scan: Scan, manifest: dict | None) -> str:
     stages = stats.get("stages", {})
     t = stats.get("totals", {})
     docs = [(name, [st.get("kept", 0), st.get("rejected_total", 0)]) for name, st in stages.items()]
+    ends = [f'in {st.get("in", sum(v)):,}: kept {v[0]:,}, rejected {v[1]:,}'
+            for (_, v), st in zip(docs, stages.values())]
     parts = [f'<p>read {t.get("read", 0):,} = kept {t.get("kept", 0):,} + rejected {t.get("rejected", 0):,} '
              f'({"ok" if t.get("accounted") else "MISMATCH"}); {t.get("wall_seconds", 0):.1f} s wall</p>',
              svg.hbars("documents kept and rejected by each stage", docs, ["kept", "rejected"], stacked=True,
-                       colors=[svg.KEPT, svg.REJECTED])]
+                       colors=[svg.KEPT, svg.REJECTED], ends=ends)]
     order = list(stages)
     first = next((i for i, name in enumerate(order) if STAGES.get(name, Stage).makes_tokens), None)
     if scan.has_tokens and first is not None:
@@ -89,6 +92,67 @@ def funnel_section(stats: dict, scan: Scan, manifest: dict | None) -> str:
             rows.append(("shards written", [tot["tokens_written"]]))
         parts.append("<h3>tokens</h3>" + svg.hbars("tokens left after each stage", rows, ["tokens"]))
     return svg.section("Funnel", *parts)
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "kB", "MB", "GB"):
+        if n < 1000 or unit == "GB":
+            return f"{n:,.0f} {unit}" if unit == "B" else f"{n:,.1f} {unit}"
+        n /= 1000
+    return ""
+
+
+def _removed_table(scan: Scan, acc: dict, what: str, order: list[str], top: int = 9) -> str:
+    """Rows: read, each stage that rejected something (in pipeline order), kept; columns: the
+    ``top`` commonest values of ``what`` by documents read, the rest, all."""
+    read = Counter()
+    for (_, v), c in acc.items():
+        read[v] += int(c[0])
+    values = [v for v, _ in read.most_common(top)]
+    name = {v: "(none)" if v is None else str(v) for v in values}
+    columns = [name[v] for v in values] + (["other"] if len(read) > len(values) else []) + ["all"]
+    stages = sorted({s for s, _ in acc if s is not None}, key=lambda s: (s not in order, order.index(s) if s in order
+                                                                            else 0, s))
+    cells = {row: {c: np.zeros(4, np.int64) for c in columns} for row in ("read", *stages, "kept")}
+    for (st, v), c in acc.items():
+        for row in ("read", "kept" if st is None else st):
+            cells[row][name.get(v, "other")] += c
+            cells[row]["all"] += c
+
+    def cell(row: str, col: str) -> tuple[str, str, float]:
+        c = cells[row][col]
+        if not c[0]:
+            return "", "", 0.0
+        if scan.has_tokens:
+            tokens, est = scan.tokens_of(c)
+            sub = f"{'≈' if est else ''}{tokens:,}"
+        else:
+            sub = _size(int(c[3]))
+        shade = c[0] / cells["read"][col][0] if row not in ("read", "kept") else 0.0
+        return f"{int(c[0]):,}", sub, shade
+
+    unit = "tokens" if scan.has_tokens else "text size"
+    rows = [(("rejected by " if row not in ("read", "kept") else "") + row, [cell(row, c) for c in columns])
+            for row in cells]
+    return svg.matrix(f"documents ({unit} below) each stage removed, per {what}", f"stage \\ {what}", columns, rows,
+                      cls=f"matrix who-{what}")
+
+
+def removed_section(scan: Scan, stats: dict) -> str:
+    """Who removed what: per domain, and per value of each column a stage counts with a
+    heading (``Stage.counted``: the language), the documents and tokens each stage rejected."""
+    heads = [(DOMAIN, "domain")] + [(c, h[0]) for cls in STAGES.values() for c, h in cls.counted.items() if h]
+    order = list(stats.get("stages", {}))
+    parts = [_removed_table(scan, scan.removed[col], what, order) for col, what in heads if scan.removed.get(col)]
+    if not parts:
+        return ""
+    how = ("tokens: n_tokens where the document was tokenized; ≈: estimated for documents rejected before "
+           f"tokenization, from their UTF-8 size at the tokenized documents' {scan.tokens_per_byte:.3f} tokens per "
+           "byte" if scan.has_tokens else "text size: UTF-8 bytes of the documents' text")
+    note = (f"<p class=note>Each cell: documents, and below them {how}. A stage's cell is shaded by the share of "
+            "that column's documents read it removed. (none): documents without a value (those rejected "
+            "before the stage that sets it).</p>")
+    return svg.section("Who removed what (documents and tokens, per stage)", note, *parts)
 
 
 def _sample_html(samples: list[tuple[str, str, str]]) -> str:
@@ -111,7 +175,8 @@ def rejects_section(stats: dict, samples: dict) -> str:
                                colors=[svg.REJECTED]))
         for reason, count in reasons.items():
             got = samples.get((name, reason), [])
-            parts.append(f'<details><summary>{svg.esc(reason)}: {count:,} documents, {len(got)} shown</summary>'
+            parts.append(f'<details><summary>{svg.esc(reason)}: {svg.plural(count, "document")}, {len(got)} shown'
+                         '</summary>'
                          f'{_sample_html(got)}</details>')
     return svg.section("Rejects by stage and reason", *parts)
 
@@ -124,15 +189,20 @@ def scores_section(scan: Scan, configs: dict, stats: dict) -> str:
         metrics = (stats.get("stages", {}).get(cls.name) or {}).get("metrics") or {}
         for col, score in cls.scores.items():
             h = scan.hist.get(col)
-            if h is None or not (h["kept"].sum() + h["rejected"].sum()):
+            if h is None or not sum(v.sum() for v in h.values()):
                 continue
             t = score.threshold(configs[cls.name]) if cls.name in configs else None
-            parts.append(svg.histogram(score.title, scan.edges[col], h, t, f"reject {score.reject}", score.log_y))
+            series = {"kept": h[KEPT], f"rejected by {cls.name}": h[HERE], "rejected by a later stage": h[LATER]}
+            parts.append(svg.histogram(score.title, scan.edges[col], series, t, f"reject {score.reject}", score.log_y,
+                                       xlabel=col))
             try:
                 parts.append(score.note.format(**metrics))
             except (KeyError, TypeError, ValueError):  # a metric the note needs is missing
                 pass
-    return svg.section("Scores (kept and rejected rows with a score)", *parts)
+    return svg.section("Scores (kept and rejected rows with a score)", *(
+        ["<p class=note>Each histogram counts the documents its stage scored: kept to the end, rejected by that "
+         "stage (by any of its rules, so some sit on the kept side of the line), or passed by it and rejected by "
+         "a later stage (documents an earlier stage rejected never reach it).</p>"] + parts if parts else []))
 
 
 def _mix(title: str, counts: dict[str, Counter], top: int = 15) -> str:
@@ -144,7 +214,8 @@ def _mix(title: str, counts: dict[str, Counter], top: int = 15) -> str:
     if rest > 0:
         rows.append((f"{rest} more", [100 * sum(before[k] for k in before if k not in names) / nb,
                                       100 * sum(after[k] for k in after if k not in names) / na]))
-    return svg.hbars(title, rows, [f"before ({nb:,} docs)", f"after ({sum(after.values()):,} kept)"], pct=True,
+    return svg.hbars(title, rows, [f"before ({svg.plural(nb, 'document')})", f"after ({sum(after.values()):,} kept)"],
+                     pct=True,
                      colors=["#bab0ac", svg.KEPT])
 
 
@@ -190,11 +261,14 @@ def train_section(title: str, d: str) -> str:
     doms = sorted({k for r in evals for k in r["eval_loss"]})
     parts = [svg.lines(f"{title}: training loss", {"train loss": _curve(recs, "loss")}, "step", "loss")]
     if evals:
+        held = evals[-1].get("eval_tokens") or {}  # held-out tokens per domain (written since issue 33)
+        name = {k: f"{k} ({svg.plural(held[k], 'token')})" if k in held else k for k in doms}
         parts.append(svg.lines(f"{title}: eval loss per domain",
-                               {k: ([r["step"] for r in evals], [r["eval_loss"].get(k) for r in evals]) for k in doms},
-                               "step", "held-out loss"))
+                               {name[k]: ([r["step"] for r in evals], [r["eval_loss"].get(k) for r in evals])
+                                for k in doms}, "step", "held-out loss"))
         last = evals[-1]["eval_loss"]
-        parts.append(svg.table(["domain", f"eval loss at step {evals[-1]['step']}"], [[k, last[k]] for k in doms]))
+        header = ["domain", f"eval loss at step {evals[-1]['step']}"] + (["held-out tokens"] if held else [])
+        parts.append(svg.table(header, [[k, last[k]] + ([held.get(k, "")] if held else []) for k in doms]))
     parts.append(svg.lines(f"{title}: throughput", {"tokens/s": _curve(recs, "tokens_per_s")}, "step", "tokens/s"))
     steps, mfu = _curve(recs, "mfu")
     if any(v is not None for v in mfu):
@@ -236,12 +310,14 @@ def write_report(out_dir: str, train_dir: str | None = None, path: str | None = 
         config = {}
     configs = resolved(config)
     scan = Scan(out_dir, {c: s.bounds for cls in STAGES.values() for c, s in cls.scores.items()},
-                [c for cls in STAGES.values() for c in cls.counted])
+                [c for cls in STAGES.values() for c in cls.counted],
+                owners={c: cls.name for cls in STAGES.values() for c in cls.scores},
+                by=[c for cls in STAGES.values() for c, h in cls.counted.items() if h])
     shards_dir, manifest = shard_set(out_dir, configs)
     stages = stats.get("stages", {})
     samples = sample_rejects(out_dir, {s: st.get("rejected") or {} for s, st in stages.items()})
     models = find_training(out_dir, config, train_dir)
-    sections = [funnel_section(stats, scan, manifest), rejects_section(stats, samples),
+    sections = [funnel_section(stats, scan, manifest), removed_section(scan, stats), rejects_section(stats, samples),
                 scores_section(scan, configs, stats), mix_section(scan)]
     sections += [cls.report_section(View(stages.get(cls.name) or {}, configs.get(cls.name), scan))
                  for cls in STAGES.values()]

@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-KEPT, REJECTED = "#4c78a8", "#e45756"
+KEPT, REJECTED, LATER = "#4c78a8", "#e45756", "#c9c2bd"  # LATER: rejected by another (a later) stage
 PALETTE = ["#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2", "#b279a2", "#eeca3b", "#9d755d", "#ff9da6",
            "#bab0ac"]
 
@@ -18,6 +18,11 @@ PALETTE = ["#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2", "#b279a2", "#e
 def esc(value) -> str:
     """The one escape for data in the page: text and attribute values alike."""
     return html.escape(str(value), quote=True)
+
+
+def plural(n: int, word: str) -> str:
+    """``1 document``, ``2 documents``."""
+    return f"{_num(n)} {word}{'' if n == 1 else 's'}"
 
 
 def _num(v: float) -> str:
@@ -51,9 +56,20 @@ def _legend(names: list[str], colors: list[str], x: int, y: int) -> str:
     return "".join(out)
 
 
+def _legend_row(names: list[str], colors: list[str], x: float, y: int) -> str:
+    """A legend on one line (about 6 px per character of 11 px text)."""
+    out = []
+    for name, c in zip(names, colors):
+        out.append(f'<rect x="{x:.0f}" y="{y}" width="10" height="10" fill="{c}"/>'
+                   f'<text x="{x + 14:.0f}" y="{y + 9}">{esc(name)}</text>')
+        x += 14 + 6 * len(name) + 16
+    return "".join(out)
+
+
 def hbars(title: str, rows: list[tuple[str, list[float]]], series: list[str], stacked: bool = False,
-          pct: bool = False, colors: list[str] | None = None) -> str:
-    """Horizontal bars, one row per label: grouped (one bar per series) or stacked."""
+          pct: bool = False, colors: list[str] | None = None, ends: list[str] | None = None) -> str:
+    """Horizontal bars, one row per label: grouped (one bar per series) or stacked. ``ends``:
+    the text after each stacked row (default: its total)."""
     colors = colors or PALETTE
     label_w, bar_w, bar_h = 230, 380, 12
     per_row = bar_h if stacked else bar_h * len(series)
@@ -76,48 +92,64 @@ def hbars(title: str, rows: list[tuple[str, list[float]]], series: list[str], st
             else:
                 x += w
         if stacked:
-            body.append(f'<text x="{x + 4:.1f}" y="{y + bar_h - 2}" class="v">{_num(sum(vals))}</text>')
-    return _svg(label_w + bar_w + 90, h, "".join(body), title)
+            end = ends[r] if ends else _num(sum(vals))
+            body.append(f'<text x="{x + 4:.1f}" y="{y + bar_h - 2}" class="v">{esc(end)}</text>')
+    return _svg(label_w + bar_w + (250 if ends else 90), h, "".join(body), title)
 
 
 def histogram(title: str, edges: np.ndarray, counts: dict[str, np.ndarray], threshold: float | None = None,
-              note: str = "", log_y: bool = False) -> str:
-    """Stacked vertical bars over ``edges`` (kept below rejected), a dashed threshold line."""
-    w, h, left, bottom, top = 620, 240, 56, 40, 24
+              note: str = "", log_y: bool = False, colors: list[str] | None = None, xlabel: str = "") -> str:
+    """Stacked vertical bars over ``edges`` (the series of ``counts`` bottom up, a legend above
+    the plot), a y axis of documents, a dashed threshold line."""
+    colors = colors or [KEPT, REJECTED, LATER]
+    w, h, left, bottom, top = 620, 262, 56, 40, 46
     pw, ph = w - left - 16, h - top - bottom
     total = sum(counts.values())
     tr = (lambda c: math.log10(1 + c)) if log_y else (lambda c: c)
     vmax = max(tr(total.max()), 1e-12)
     lo, hi = float(edges[0]), float(edges[-1])
     sx = lambda v: left + pw * (v - lo) / (hi - lo)  # noqa: E731
-    body = [f'<line x1="{left}" y1="{top + ph}" x2="{left + pw}" y2="{top + ph}" class="ax"/>']
+    sy = lambda c: top + ph - ph * tr(c) / vmax  # noqa: E731
+    body = [_legend_row(list(counts), colors, left, 4),
+            f'<line x1="{left}" y1="{top + ph}" x2="{left + pw}" y2="{top + ph}" class="ax"/>'
+            f'<line x1="{left}" y1="{top}" x2="{left}" y2="{top + ph}" class="ax"/>',
+            f'<text x="4" y="{top - 10}">documents{" (log scale)" if log_y else ""}</text>']
+    if xlabel:
+        body.append(f'<text x="{left + pw / 2}" y="{h - 6}" text-anchor="middle">{esc(xlabel)}</text>')
     for t in _ticks(lo, hi, 6):
         body.append(f'<text x="{sx(t):.1f}" y="{top + ph + 14}" text-anchor="middle">{_num(round(t, 6))}</text>')
-    body.append(f'<text x="4" y="{top - 8}">documents{" (log scale)" if log_y else ""}; max bin {_num(total.max())}'
-                f'</text>')
+    for t in _count_ticks(int(total.max()), log_y):
+        body.append(f'<text x="{left - 4}" y="{sy(t) + 4:.1f}" text-anchor="end" class="yt">{_num(t)}</text>'
+                    f'<line x1="{left}" y1="{sy(t):.1f}" x2="{left + pw}" y2="{sy(t):.1f}" class="grid"/>')
     for i in range(len(edges) - 1):
         x0, x1, base = sx(edges[i]), sx(edges[i + 1]), 0
         for k, (name, c) in enumerate(counts.items()):
             if not c[i]:
                 continue
-            y0 = top + ph - ph * tr(base + c[i]) / vmax
-            y1 = top + ph - ph * tr(base) / vmax
+            y0, y1 = sy(base + c[i]), sy(base)
             body.append(f'<rect x="{x0:.1f}" y="{y0:.1f}" width="{max(x1 - x0 - 1, 0.5):.1f}" height="{y1 - y0:.1f}" '
-                        f'fill="{(KEPT, REJECTED)[k % 2]}"><title>{esc(name)} {edges[i]:.3g}..{edges[i + 1]:.3g}: '
+                        f'fill="{colors[k % len(colors)]}"><title>{esc(name)} {edges[i]:.3g}..{edges[i + 1]:.3g}: '
                         f'{c[i]:,}</title></rect>')
             base += c[i]
     if threshold is not None and lo <= threshold <= hi:
         x = sx(threshold)
         body.append(f'<line x1="{x:.1f}" y1="{top - 4}" x2="{x:.1f}" y2="{top + ph}" class="thr"/>'
                     f'<text x="{x + 4:.1f}" y="{top + 8}" class="thrlabel">{esc(note)} {threshold:g}</text>')
-    body.append(_legend(list(counts), [KEPT, REJECTED], w - 90, 4))
     return _svg(w, h, "".join(body), title)
+
+
+def _count_ticks(vmax: int, log_y: bool) -> list[int]:
+    """Whole-number ticks from 0 to ``vmax`` (powers of ten on a log scale)."""
+    if log_y:
+        return [0] + [10 ** k for k in range(int(math.log10(max(vmax, 1))) + 1)]
+    return [int(t) for t in _ticks(0, max(vmax, 1), 5) if float(t).is_integer()]
 
 
 def lines(title: str, series: dict[str, tuple[list, list]], xlabel: str, ylabel: str) -> str:
     """Line chart: {name: (xs, ys)}; None values are gaps."""
-    w, h, left, bottom, top = 620, 260, 56, 40, 24
-    pw, ph = w - left - 120, h - top - bottom
+    legend_w = max([120] + [int(6.2 * len(n)) + 34 for n in series])
+    w, h, left, bottom, top = 500 + legend_w, 260, 56, 40, 24
+    pw, ph = w - left - legend_w, h - top - bottom
     pts = [(x, y) for xs, ys in series.values() for x, y in zip(xs, ys) if y is not None]
     if not pts:
         return ""
@@ -163,6 +195,22 @@ def table(header: list[str], rows: list[list]) -> str:
     return f"<table><tr>{head}</tr>{body}</table>"
 
 
+def matrix(caption: str, corner: str, columns: list[str], rows: list[tuple[str, list[tuple[str, str, float]]]],
+           cls: str = "matrix") -> str:
+    """A table of labelled rows; each cell (number, second line, shade 0..1) shows the number
+    over a smaller second line, its background shaded in the rejected colour by ``shade``."""
+    head = f"<th>{esc(corner)}</th>" + "".join(f"<th>{esc(c)}</th>" for c in columns)
+    body = []
+    for label, cells in rows:
+        tds = []
+        for main, sub, shade in cells:
+            style = f' style="background:rgba(228,87,86,{min(max(shade, 0.0), 1.0) * 0.6:.2f})"' if shade else ""
+            tds.append(f"<td{style}>{esc(main)}<small>{esc(sub)}</small></td>" if main else "<td class=zero>·</td>")
+        body.append(f"<tr><th>{esc(label)}</th>{''.join(tds)}</tr>")
+    return (f'<figure><figcaption>{esc(caption)}</figcaption><table class="{esc(cls)}"><tr>{head}</tr>'
+            f"{''.join(body)}</table></figure>")
+
+
 def section(title: str, *parts: str) -> str:
     inner = "".join(p for p in parts if p)
     return f'<section><h2>{esc(title)}</h2>{inner}</section>' if inner else ""
@@ -182,4 +230,6 @@ svg text.v{fill:#555}.ax{stroke:#888}.grid{stroke:#eee}.thr{stroke:#111;stroke-d
 figure{margin:12px 0}figcaption{font-weight:600;font-size:13px}
 table{border-collapse:collapse;margin:8px 0}td,th{border:1px solid #ddd;padding:2px 8px;text-align:left}
 .doc{white-space:pre-wrap;unicode-bidi:isolate;font:12px monospace;background:#f6f6f6;padding:4px;margin:2px 0 8px}
+table.matrix td,table.matrix th{padding:2px 6px}table.matrix td{text-align:right;font-variant-numeric:tabular-nums}table.matrix small{display:block;color:#555;font-size:11px}
+table.matrix th{text-align:left;font-weight:600;white-space:nowrap}td.zero{color:#bbb;text-align:center}svg text.yt{fill:#666}
 .id{font-family:monospace;color:#555}.reason{color:#b22}.note{color:#555;font-size:13px}summary{cursor:pointer}"""

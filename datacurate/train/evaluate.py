@@ -33,3 +33,15 @@ def eval_loss(model: torch.nn.Module, ds: ShardDataset, index: dict[int, np.ndar
     out = {"all": float(total.sum() / count.sum()) if count.sum() else None}
     out.update({d: float(total[i] / count[i]) for i, d in enumerate(ds.domains) if count[i]})
     return out
+
+
+def eval_tokens(ds: ShardDataset, index: dict[int, np.ndarray | None]) -> dict[str, int]:
+    """Tokens :func:`eval_loss` scores (``L - 1`` per sequence), per domain and ``"all"``:
+    the held-out size behind each loss."""
+    count = np.zeros(len(ds.domains), np.int64)
+    for L in ds.seq_lens:
+        doms = ds.all_domains(L)
+        if index.get(L, None) is not None:
+            doms = doms[index[L]]
+        count += np.bincount(doms, minlength=len(ds.domains)) * (L - 1)
+    return {"all": int(count.sum()), **{d: int(count[i]) for i, d in enumerate(ds.domains) if count[i]}}

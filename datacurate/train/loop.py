@@ -39,7 +39,7 @@ from datacurate.config import ConfigError, to_dict
 from datacurate.train import checkpoint, remote
 from datacurate.train.data import DeviceBatches, ShardDataset, StepSampler
 from datacurate.train.doremi import GroupDRO
-from datacurate.train.evaluate import eval_loss
+from datacurate.train.evaluate import eval_loss, eval_tokens
 from datacurate.train.model import GPT, compile_model
 from datacurate.train.objective import Objective, Part, PlainObjective
 from datacurate.train.rho1 import Reference, Rho1Objective
@@ -198,7 +198,8 @@ def _train(cfg: TrainConfig, ckpts: remote.Checkpoints, resume: bool, log, objec
         if has_eval and ((cfg.eval_every and done % cfg.eval_every == 0) or done == cfg.steps):
             if main:
                 last_eval = eval_loss(model, ds, sampler.eval_index, device, cfg.data.tokens_per_step, autocast)
-                _write(metrics, {"step": done, "tokens": tokens_seen, "eval_loss": last_eval})
+                _write(metrics, {"step": done, "tokens": tokens_seen, "eval_loss": last_eval,
+                                 "eval_tokens": eval_tokens(ds, sampler.eval_index)})
                 log(f"[train] eval at step {done}: " + "  ".join(f"{k} {v:.4f}" for k, v in last_eval.items()))
             if world > 1:
                 dist.barrier()

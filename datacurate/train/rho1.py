@@ -16,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import math
 import os
-from typing import Optional
 
 import numpy as np
 import torch

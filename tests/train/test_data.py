@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from datacurate.train.data import ShardDataset, StepSampler, grow_p2_cycle, load_domain_weights
+from datacurate.train.evaluate import eval_tokens
 from datacurate.train_config import DataConfig
 from tests.train.synth import markov_set
 
@@ -85,6 +86,11 @@ def test_eval_split_never_trained_and_batches_are_pure(ds):
         assert not drawn[L] & set(s.eval_index[L].tolist())
     n_eval = sum(len(v) for v in s.eval_index.values())
     assert abs(n_eval - 0.1 * len(ds)) <= 3  # a seeded fraction per domain
+    held = {d: 0 for d in ds.domains}  # the held-out size behind each eval loss: L - 1 tokens per sequence
+    for L in ds.seq_lens:
+        for d in ds.sequences(L, s.eval_index[L])[1]:
+            held[ds.domains[d]] += L - 1
+    assert eval_tokens(ds, s.eval_index) == {"all": sum(held.values()), **{d: n for d, n in held.items() if n}}
     again = StepSampler(ds, cfg, steps=200, seed=4)
     late = [again.batch(x) for x in (150, 3, 77)]  # any order, fresh object: same batches
     for x, b in zip((150, 3, 77), late):

@@ -2,7 +2,6 @@
 the 1-worker trajectory, the weights file drives train and decompose, bad input."""
 
 import json
-import math
 import os
 
 import numpy as np

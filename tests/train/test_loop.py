@@ -50,6 +50,8 @@ def test_loss_falls_well_below_unigram_entropy(shard_dir, tmp_path):
     assert set(step_line) == {"step", "tokens", "seq_len", "loss", "lr", "tokens_per_s", "mfu"}
     assert step_line["mfu"] is None  # CPU
     assert json.load(open(tmp_path / "run" / "final.json"))["steps"] == 150
+    held = [x["eval_tokens"] for x in lines if "eval_loss" in x][-1]  # the held-out size beside each loss
+    assert set(held) == {"all", "a", "b", "c"} and held["all"] == held["a"] + held["b"] + held["c"] > 0
 
 
 def _cli(*args):

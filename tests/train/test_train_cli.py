@@ -5,7 +5,6 @@ import json
 import os
 import shutil
 
-import numpy as np
 import pytest
 
 from datacurate.cli import main

@@ -19,7 +19,7 @@ import ray.data
 
 from datacurate import errors, storage
 from datacurate.phases import faults
-from datacurate.phases.context import JP, SIDE, join_group
+from datacurate.phases.context import JP, SIDE, Blocks, Worker, join_group
 from datacurate.engine.memory import give_back
 
 
@@ -30,9 +30,9 @@ def _task(fn: Callable, stage: str, phase: str, batch, **kw):
     return out
 
 
-class Data:
-    """A distributed table (a Ray Data dataset, lazily evaluated). Every function given
-    to it takes and returns ``pyarrow.Table``; ``phase`` names its tasks for fault points."""
+class Data(Blocks):
+    """:class:`~datacurate.phases.context.Blocks` on Ray Data: a distributed table (a Ray Data
+    dataset, lazily evaluated)."""
 
     def __init__(self, ds, stage: str, blocks: int = 1, max_blocks: int = 1 << 30):
         # blocks: how many blocks ``ds`` has (one per file read, ``parts`` after a shuffle);
@@ -55,22 +55,17 @@ class Data:
         return functools.partial(_task, fn, self._stage, phase)
 
     def map(self, phase: str, fn: Callable, whole: bool = False, **kw) -> "Data":
-        """``fn(batch, **kw)`` on every block, batch by batch (``whole``: the block at once)."""
         size = {"batch_size": None} if whole else {}
         return self._wrap(self._ds.map_batches(self._fn(fn, phase), batch_format="pyarrow", fn_kwargs=kw, **size))
 
     def groupby(self, phase: str, key: str, parts: int, fn: Callable, concurrency: int | None = None, **kw) -> "Data":
-        """``fn(group, **kw)`` once per distinct ``key`` (hash-partitioned into ``parts``)."""
         extra = {"concurrency": concurrency} if concurrency else {}
         ds = self._bounded(self._ds, self._blocks)
         return self._wrap(ds.groupby(key, num_partitions=parts).map_groups(
             self._fn(fn, phase), batch_format="pyarrow", fn_kwargs=kw, **extra), blocks=parts)
 
     def join(self, other: "Data", on: str, parts: int) -> "Data":
-        """Inner join on the integer column ``on``, where each key occurs at most once in
-        ``other`` (a lookup: edges -> signatures, members -> attributes).
-
-        Built from one sort-based groupby of both sides tagged and partitioned by key, and
+        """Built from one sort-based groupby of both sides tagged and partitioned by key, and
         a vectorised lookup per partition: Ray Data's own join starts hash-shuffle actors
         that cost about 8 s per join even on a few hundred rows (measured here, Ray 2.60).
         """
@@ -89,7 +84,7 @@ class Data:
         return self._wrap(joined, blocks=parts)
 
     def single(self, phase: str, fn: Callable, **kw) -> "Data":
-        """``fn(everything)`` in one task (not the driver): for data known to be small."""
+        """A repartition to one block, then one map over it."""
         return self._wrap(self._ds.repartition(1), blocks=1).map(phase, fn, whole=True, **kw)
 
     def select(self, columns: Sequence[str]) -> "Data":
@@ -109,8 +104,7 @@ class Data:
 
     def sorted_head(self, keys: list[str], descending: list[bool], k: int,
                     batch_size: int = 65_536) -> Iterator[pa.Table]:
-        """The first ``k`` rows in sort order, by a distributed (range-partitioned) sort,
-        streamed past the driver batch by batch."""
+        """By a distributed (range-partitioned) sort, streamed past the driver batch by batch."""
         ds = self._bounded(self._ds, self._blocks).sort(keys, descending=descending).limit(k)
         yield from ds.iter_batches(batch_size=batch_size, batch_format="pyarrow")
 
@@ -122,7 +116,7 @@ def _join_side(batch: pa.Table, side: int, on: str, parts: int, schema: pa.Schem
     return pa.Table.from_arrays(cols, names=schema.names + [SIDE, JP])
 
 
-class ActorRef:
+class ActorRef(Worker):
     """A stateful worker a global stage created; :meth:`call` runs one method on it."""
 
     def __init__(self, handle):
