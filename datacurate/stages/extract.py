@@ -3,9 +3,10 @@
 FineWeb (Penedo et al. 2024) extracts with trafilatura and DCLM (Li et al. 2024) with
 resiliparse; both beat Common Crawl's own WET text downstream. Measured here on 181 real
 article pages with reference bodies (scrapinghub's article-extraction benchmark, the
-shingle F1 of that benchmark, one core; ``benchmarks/bench_extract.py``): trafilatura
-with FineWeb's settings F1 ~0.96 at ~60 pages/s, resiliparse ``main_content`` ~0.90 at
-~600 pages/s (its precision is what it loses). Quality first, as FineWeb: the default
+shingle F1 of that benchmark, one core; ``benchmarks/eval_extract.py``): trafilatura
+with FineWeb's settings F1 0.964 at ~52 pages/s, resiliparse ``main_content`` 0.928 at
+~680 pages/s (its precision is what it loses; no hybrid tried reached trafilatura's F1
+at 5x its speed, see benchmarks/README.md). Quality first, as FineWeb: the default
 engine is trafilatura.
 
 Rows come from the WARC readers (``url``, ``date``, ``content_type``, ``http_status``,
