@@ -11,6 +11,7 @@ from datacurate.stages.decontaminate import Decontaminate
 from datacurate.stages.dedup_exact import ExactDedup
 from datacurate.stages.dedup_near import NearDedup
 from datacurate.stages.dsir import Dsir
+from datacurate.stages.extract import Extract
 from datacurate.stages.export_tokens import ExportTokens
 from datacurate.stages.heuristics import Heuristics
 from datacurate.stages.langid import LangId
@@ -29,6 +30,6 @@ def register(cls: type[Stage]) -> type[Stage]:
     return cls
 
 
-for _cls in (UrlFilter, LangId, Heuristics, Quality, Toxicity, Pii, Decontaminate, ExactDedup, NearDedup, Dsir,
+for _cls in (UrlFilter, Extract, LangId, Heuristics, Quality, Toxicity, Pii, Decontaminate, ExactDedup, NearDedup, Dsir,
              Tokenize, Decompose, ExportTokens):
     register(_cls)

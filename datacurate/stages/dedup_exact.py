@@ -12,6 +12,12 @@ Survivors are deterministic: each shard's keys are processed in priority order
 repeats are found exactly by hash, across chunks and runs by the filter. The filter
 can be saved and loaded, so a new crawl is deduplicated against an earlier one.
 
+Keys: the (normalised) ``text``, or with ``key: url`` the document's URL in one form (scheme
+and host lowercased; default port, fragment and user info dropped: :func:`normalise_urls`), so
+the captures of one URL across crawls become one document: keep the newest with
+``priority_column: date`` (ISO 8601 dates, as WARC-Date, compare as times). A row
+without a parseable URL has no key and is never a duplicate.
+
 Modes:
 * ``document``: later copies of a document are rejected (``exact_dedup/duplicate``,
   or ``exact_dedup/seen_before`` when the copy is in a loaded filter).
@@ -48,7 +54,10 @@ class ExactDedupConfig:
     false_positive_rate: float = 1e-6
     num_shards: int = opt(4, "filter slices, one Ray actor each")
     chunk: int = opt(65_536, "keys checked per step inside a shard (exact within, Bloom across)")
-    priority_column: Optional[str] = opt(None, "survivor = highest value; default first in input order")
+    key: Literal["text", "url"] = opt("text", "what makes two documents the same: their text, or their normalised URL")
+    url_field: str = opt("url", "key: url: the column holding the URL")
+    priority_column: Optional[str] = opt(None, "survivor = highest value (numbers, or dates: the newest); "
+                                               "default first in input order")
     normalize: bool = opt(True, "lowercase and collapse whitespace before hashing")
     paragraph_threshold: float = opt(0.8, "paragraph mode: reject when this share of characters was seen")
     load_filter: Optional[str] = opt(None, "directory of a saved filter: dedup against an earlier run")
@@ -61,6 +70,8 @@ class ExactDedupConfig:
             raise ValueError("expected_items, num_shards and chunk must be positive")
         if not 0 < self.paragraph_threshold <= 1:
             raise ValueError("paragraph_threshold must be within (0, 1]")
+        if self.key == "url" and self.mode == "paragraph":
+            raise ValueError("key: url works with mode: document only")
 
 
 def bloom_size(n: int, p: float) -> tuple[int, int]:
@@ -148,12 +159,42 @@ def hash128(texts: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     return hi, lo
 
 
+URL_PARTS = (r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*)://(?:[^/?#@]*@)?(?P<host>\[[^\]/?#]*\]|[^:/?#]*)"
+             r"(?::(?P<port>\d*))?(?P<rest>[^#]*)")
+DEFAULT_PORTS = {"http": "80", "https": "443", "ftp": "21", "ws": "80", "wss": "443"}
+
+
+def normalise_urls(urls: pa.Array) -> pa.Array:
+    """One form per URL: scheme and host lowercased; user info, the scheme's default port and
+    the fragment dropped; an empty path is ``/``; path and query as they are. Null when the
+    value is not ``scheme://host...`` (or has no host)."""
+    parts = pc.extract_regex(pc.utf8_trim_whitespace(urls.cast(pa.string())), URL_PARTS)
+    scheme = pc.utf8_lower(pc.struct_field(parts, "scheme"))
+    host = pc.utf8_rtrim(pc.utf8_lower(pc.struct_field(parts, "host")), ".")
+    port = pc.fill_null(pc.struct_field(parts, "port"), "")
+    default = pc.equal(port, "")
+    for name, p in DEFAULT_PORTS.items():
+        default = pc.or_(default, pc.and_(pc.equal(scheme, name), pc.equal(port, p)))
+    port = pc.if_else(default, "", pc.binary_join_element_wise(":", port, ""))
+    rest = pc.fill_null(pc.struct_field(parts, "rest"), "")
+    rest = pc.if_else(pc.starts_with(rest, "/"), rest, pc.binary_join_element_wise("/", rest, ""))
+    out = pc.binary_join_element_wise(scheme, "://", host, port, rest, "")
+    return pc.if_else(pc.fill_null(pc.equal(host, ""), True), pa.scalar(None, pa.string()), out)
+
+
 def keys(table: pa.Table, cfg: ExactDedupConfig) -> pa.Table:
     """Phase 1 (per batch): one row per document (or non-blank line) to look up."""
     texts = table.column(TEXT).combine_chunks()
     ords = np.asarray(table.column(ORD), dtype=np.int64)
     prio = _priority(table, cfg)
-    if cfg.mode == "document":
+    if cfg.key == "url":
+        if cfg.url_field not in table.column_names:
+            raise KeyError(f"exact_dedup: key: url, but url_field '{cfg.url_field}' is not a column")
+        urls = normalise_urls(table.column(cfg.url_field).combine_chunks())
+        doc = np.flatnonzero(np.asarray(pc.is_valid(urls)))  # no URL: no key, never a duplicate
+        hi, lo = hash128(urls.take(pa.array(doc, pa.int64())))
+        para, nchars = np.zeros(len(doc), np.int32), np.asarray(pc.utf8_length(texts.take(pa.array(doc, pa.int64()))))
+    elif cfg.mode == "document":
         hi, lo = hash128(normalized(texts, cfg.normalize))
         doc, para, nchars = np.arange(len(texts)), np.zeros(len(texts), np.int32), np.asarray(pc.utf8_length(texts))
     else:
@@ -176,7 +217,13 @@ def _priority(table: pa.Table, cfg: ExactDedupConfig) -> np.ndarray:
     if cfg.priority_column not in table.column_names:
         raise KeyError(f"exact_dedup: priority_column '{cfg.priority_column}' is not a column "
                        f"(have: {', '.join(c for c in table.column_names if not c.startswith('_'))})")
-    return np.asarray(pc.fill_null(table.column(cfg.priority_column).cast(pa.float64()), -np.inf))
+    col = table.column(cfg.priority_column).combine_chunks()
+    if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):  # ISO 8601 dates (WARC-Date): as times
+        col = pc.strptime(pc.utf8_slice_codeunits(col.cast(pa.string()), 0, 19), format="%Y-%m-%dT%H:%M:%S",
+                          unit="s", error_is_null=True)
+    if pa.types.is_timestamp(col.type) or pa.types.is_date(col.type):
+        col = col.cast(pa.timestamp("s")).cast(pa.int64()) if pa.types.is_date(col.type) else col.cast(pa.int64())
+    return np.asarray(pc.fill_null(col.cast(pa.float64()), -np.inf))
 
 
 def survivor_order(k: pa.Table) -> np.ndarray:
@@ -293,7 +340,7 @@ class ExactDedup(GlobalStage):
         if not ctx.files:
             return metrics
         actors = ctx.actors(FilterShard, [(bits, k, c.load_filter, s, c.num_shards) for s in range(c.num_shards)])
-        cols = [ORD, TEXT] + ([c.priority_column] if c.priority_column else [])
+        cols = [ORD, TEXT] + ([c.url_field] if c.key == "url" else []) + ([c.priority_column] if c.priority_column else [])
         status = (ctx.read(ctx.files, cols).map("keys", _phase_keys, cfg=c)
                   .groupby("decide", "shard", c.num_shards, _phase_decide, concurrency=c.num_shards,
                            actors=actors, chunk=c.chunk))

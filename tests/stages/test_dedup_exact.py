@@ -4,7 +4,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from datacurate.stages.dedup_exact import BloomFilter, ExactDedup, bloom_size
+from datacurate.stages.dedup_exact import BloomFilter, ExactDedup, bloom_size, keys
 
 PROSE = [
     "The council met on Tuesday to discuss the new budget for the city parks.",
@@ -124,3 +124,27 @@ def test_filter_shard_answers_a_repeated_task_as_the_first_time():
     assert shard.check_add("other", hi, lo, 10).tolist() == [1, 1, 1]  # a new task does see them
     with pytest.raises(RuntimeError, match="other keys"):
         shard.check_add("shard-0", hi[:2], lo[:2], 10)
+
+
+def test_url_key_keeps_the_newest_capture_of_each_normalised_url():
+    urls = ["HTTP://Example.com:80/news?id=1#top", "http://example.com/news?id=1", "https://example.com/news?id=1",
+            "http://EXAMPLE.com/news?id=1#comments", "http://example.com/news?id=2", None, "not a url"]
+    dates = ["2023-01-05T10:00:00Z", "2024-06-01T08:00:00Z", "2024-07-01T00:00:00Z", "2022-12-31T23:59:59Z",
+             "2020-01-01T00:00:00Z", "2024-01-01T00:00:00Z", "2024-01-01T00:00:00Z"]
+    texts = [f"capture {i}" for i in range(len(urls))]  # texts all differ: only the URL makes duplicates
+    table = pa.table({"id": [f"d{i}" for i in range(len(urls))], "text": texts, "url": urls, "date": dates})
+    out = ExactDedup(key="url", priority_column="date")(table)
+    # http://example.com/news?id=1 in three captures: the newest (2024-06-01) stays; https is another URL
+    assert out["reject_reason"].to_pylist() == ["exact_dedup/duplicate", None, None, "exact_dedup/duplicate",
+                                                None, None, None]
+    by_order = ExactDedup(key="url")(table)  # no priority: the first in input order stays
+    assert by_order["reject_reason"].to_pylist()[:4] == [None, "exact_dedup/duplicate", None, "exact_dedup/duplicate"]
+    assert run(PROSE + PROSE[:1])[0][-1] == "exact_dedup/duplicate"  # the default key is still the text
+
+
+def test_url_key_config_errors():
+    with pytest.raises(ValueError, match="mode: document only"):
+        ExactDedup(key="url", mode="paragraph")
+    cfg = ExactDedup(key="url", url_field="link").config
+    with pytest.raises(KeyError, match="url_field 'link'"):
+        keys(pa.table({"_ord": [0], "text": ["x"]}), cfg)
