@@ -7,11 +7,12 @@ copies of each), as Common Crawl writes them: ``response`` records with the HTTP
 datatrove 0.10 pins trafilatura 1.11, which our dependencies (trafilatura 2.3) exclude, so
 it runs from its own virtual environment (``--dt-python``, default ``/tmp/dtvenv``:
 ``python3 -m venv /tmp/dtvenv && /tmp/dtvenv/bin/pip install "datatrove[io,processing]"``).
-Our side reads the records with warcio and decodes them by the header's charset (our
-WARC reader is another module; this isolates extraction), then runs the stage on Arrow
-batches exactly as a run does (child process, per-page time limit). Our stage also runs
-under datatrove's Python (trafilatura 1.11), so one row compares the front ends with the
-very same engine. Each side is a separate process pinned to one core; seconds are CPU
+Our side reads the WARC with our reader (``datacurate.io``: FastWARC, the HTTP status and
+charset read, 256-row Arrow batches) and runs the stage on those batches exactly as a run
+does (child process, per-page time limit). Our side also runs under datatrove's Python
+(trafilatura 1.11; it needs ``fastwarc`` and ``resiliparse`` there too: ``/tmp/dtvenv/bin/pip
+install fastwarc resiliparse``), so one row compares the front ends with the very same
+engine. Each side is a separate process pinned to one core; seconds are CPU
 seconds of the process and its extraction child (wall seconds beside them).
 
     python benchmarks/bench_extract_warc.py [--repeat 3] [--pages DIR]
@@ -67,36 +68,21 @@ def run_datatrove(warc: Path, dedup: bool) -> int:
     return sum(1 for _ in ext.run(reader.run()))
 
 
-def run_ours(warc: Path, engine: str, batch: int = 256) -> int:
-    import pyarrow as pa
-    from warcio.archiveiterator import ArchiveIterator
-
+def run_ours(warc: Path, engine: str) -> int:
+    """Our front end as a run has it: the WARC reader (FastWARC, HTTP status and charset
+    read, gzip-member read tasks) yields Arrow batches, the extract stage annotates them."""
     sys.path.insert(0, str(ROOT))
+    from datacurate.input_config import InputConfig
+    from datacurate.io import plan_reads, read_task
     from datacurate.stages.extract import Extract
 
     stage = Extract(engine=engine, timeout=5.0)
-    kept, rows = 0, []
-
-    def flush():
-        nonlocal kept, rows
-        if rows:
-            out = stage(pa.table({k: [r[k] for r in rows] for k in rows[0]}))
-            kept += out.column("reject_reason").null_count
-            rows = []
-
-    with open(warc, "rb") as f:
-        for rec in ArchiveIterator(f):
-            if rec.rec_type != "response":
-                continue
-            ct = rec.http_headers.get_header("Content-Type") or ""
-            charset = ct.split("charset=")[-1].strip() if "charset=" in ct else "utf-8"
-            rows.append({"id": rec.rec_headers.get_header("WARC-Record-ID"),
-                         "text": rec.content_stream().read().decode(charset, errors="replace"),
-                         "url": rec.rec_headers.get_header("WARC-Target-URI"), "content_type": ct,
-                         "http_status": int(rec.http_headers.get_statuscode()), "warc_type": rec.rec_type})
-            if len(rows) == batch:
-                flush()
-    flush()
+    cfg = InputConfig(path=[str(warc)], batch_rows=256)
+    kept = 0
+    for task in plan_reads(cfg):
+        for batch in read_task(task.to_dict(), cfg):
+            out = stage(batch)
+            kept += int(out.column("reject_reason").null_count)
     stage.sandbox.close()
     return kept
 

@@ -167,8 +167,21 @@ def pipeline_train_config(raw: Any, cfg: PipelineConfig, section: str):
 
 def check_order(specs: list[StageSpec]) -> None:
     """Every stage's ``requires`` (e.g. decompose needs tokenize) runs before it, and no
-    stage that rewrites text runs after tokenize."""
+    stage that rewrites text runs after tokenize, and no two stages share a key in
+    stats.json or an output directory (their counts or files would mix)."""
+    keys: dict[str, int] = {}
+    dirs: dict[str, int] = {}
     for i, spec in enumerate(specs):
+        key, d = spec.cls.stats_key(spec.config), spec.cls.output_dir(spec.config, "OUT")
+        if key in keys:
+            raise ConfigError(f"stages[{i}].{spec.name}: counted as '{key}' in stats.json, as stages[{keys[key]}] "
+                              "is; a stage may appear twice only when its settings tell the two apart")
+        if d is not None and d in dirs:
+            raise ConfigError(f"stages[{i}].{spec.name}: writes {d}, as stages[{dirs[d]}] does; give one of them "
+                              "another output directory")
+        keys[key] = i
+        if d is not None:
+            dirs[d] = i
         for need in spec.cls.requires:
             if need not in [s.name for s in specs[:i]]:
                 raise ConfigError(f"stages[{i}].{spec.name}: needs a '{need}' stage before it")

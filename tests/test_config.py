@@ -122,10 +122,28 @@ def test_invalid_yaml(tmp_path):
     assert "not found" in error(tmp_path / "missing.yaml")
 
 
-@pytest.mark.parametrize("name", ["sample.yaml", "langid_only.yaml", "heuristics_only.yaml", "template.yaml"])
+@pytest.mark.parametrize("name", ["sample.yaml", "langid_only.yaml", "heuristics_only.yaml", "template.yaml",
+                                  "commoncrawl.yaml"])
 def test_shipped_pipelines_load(name):
     cfg = load_config(Path(__file__).resolve().parent.parent / "pipelines" / name)
     assert cfg.stages and cfg.input.path
+
+
+def test_a_stage_twice_only_when_its_instances_are_told_apart():
+    """Two exact_dedup (by URL, by text) have their own stats.json keys and filter
+    directories; two that would share either are one line, before any work."""
+    from datacurate.registry import STAGES
+
+    cfg = load_config({"input": "x.jsonl", "stages": [{"exact_dedup": {"key": "url"}}, "exact_dedup"]})
+    keys = [s.cls.stats_key(s.config) for s in cfg.stages]
+    dirs = [s.cls.output_dir(s.config, "/out") for s in cfg.stages]
+    assert keys == ["exact_dedup:url", "exact_dedup"] and dirs == ["/out/exact_dedup_url_filter", "/out/exact_dedup_filter"]
+    assert set(STAGES["exact_dedup"].default_outputs) == {"exact_dedup_filter", "exact_dedup_url_filter"}
+    with pytest.raises(ConfigError, match=r"stages\[1\].exact_dedup: counted as 'exact_dedup' in stats.json, as stages\[0\]"):
+        load_config({"input": "x.jsonl", "stages": ["exact_dedup", {"exact_dedup": {"mode": "paragraph"}}]})
+    with pytest.raises(ConfigError, match=r"stages\[1\].exact_dedup: writes /f, as stages\[0\] does"):
+        load_config({"input": "x.jsonl", "stages": [{"exact_dedup": {"save_filter": "/f"}},
+                                                    {"exact_dedup": {"key": "url", "save_filter": "/f"}}]})
 
 
 def test_funnel_says_when_it_leaves_reasons_out():

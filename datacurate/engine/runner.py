@@ -285,7 +285,7 @@ def _curate(cfg: PipelineConfig, tasks, journal: Journal, staging: str, show: bo
     segments = segments_of(run_cfg)
     try:
         for seg in segments:
-            later = [s.global_before.name for s in segments[seg.index + 1:]]
+            later = [stats_key(s.global_before) for s in segments[seg.index + 1:]]
             names = [stats_key(s) for s in seg.maps]
             if seg.global_before is None:
                 items = [(f"t{t.index:06d}", json.dumps(t.to_dict())) for t in tasks]
@@ -296,7 +296,7 @@ def _curate(cfg: PipelineConfig, tasks, journal: Journal, staging: str, show: bo
                 info = journal.get(f"g{seg.index}", "done")
                 if info is None:
                     if show:
-                        log(f"[datacurate] {spec.name}: global phases")
+                        log(f"[datacurate] {stats_key(spec)}: global phases")
                     t1 = time.perf_counter()
                     index = next(i for i, s in enumerate(run_cfg.stages) if s is spec)  # two equal specs stay apart
                     files = storage.list_files(layout.parts(staging, seg.index - 1), ".parquet")
@@ -312,7 +312,7 @@ def _curate(cfg: PipelineConfig, tasks, journal: Journal, staging: str, show: bo
                     skipped += n_skipped
                     total += n_skipped
                 else:
-                    log(f"[datacurate] resume: {spec.name}: skipped 1 of 1 global stages done before")
+                    log(f"[datacurate] resume: {stats_key(spec)}: skipped 1 of 1 global stages done before")
                     skipped += 1
                     total += 1
                 global_info[stats_key(spec)] = info

@@ -90,9 +90,10 @@ def finalize(stats: dict, stage_order: list[str], wall_seconds: float) -> dict:
 
 def format_funnel(report: dict) -> str:
     t = report["totals"]
-    lines = [f"{'stage':<14}{'in':>12}{'kept':>12}{'rejected':>12}{'seconds':>10}"]
+    w = max([14] + [len(name) + 1 for name in report["stages"]])
+    lines = [f"{'stage':<{w}}{'in':>12}{'kept':>12}{'rejected':>12}{'seconds':>10}"]
     for name, st in report["stages"].items():
-        lines.append(f"{name:<14}{st['in']:>12,}{st['kept']:>12,}{st['rejected_total']:>12,}{st['seconds']:>10.1f}")
+        lines.append(f"{name:<{w}}{st['in']:>12,}{st['kept']:>12,}{st['rejected_total']:>12,}{st['seconds']:>10.1f}")
         reasons = list(st["rejected"].items())
         for reason, n in reasons[:12]:
             lines.append(f"    {reason:<40}{n:>10,}")

@@ -46,15 +46,18 @@ class View:
 
 
 def resolved(config: dict | None) -> dict[str, Any]:
-    """Stage name -> its resolved config object (of the first stage of that name in config.yaml)."""
+    """Stage name -> its resolved config object: of the stage whose stats.json key is its
+    name (the one ``stats["stages"][name]`` counts), else of the first of that name."""
     out: dict[str, Any] = {}
     for spec in (config or {}).get("stages") or []:
         name, params = next(iter(spec.items())) if isinstance(spec, dict) and spec else (spec, {})
-        if isinstance(name, str) and name in STAGES and name not in out:
+        if isinstance(name, str) and name in STAGES:
             try:
-                out[name] = coerce(params or {}, STAGES[name].Config, name)
+                cfg = coerce(params or {}, STAGES[name].Config, name)
             except ValueError:  # not this version's config: no thresholds from it
-                pass
+                continue
+            if name not in out or STAGES[name].stats_key(cfg) == name:
+                out[name] = cfg
     return out
 
 

@@ -316,10 +316,20 @@ def _phase_write(group: pa.Table, cfg: ExactDedupConfig, out_dir: str, compressi
 
 class ExactDedup(GlobalStage):
     name = "exact_dedup"
-    default_outputs = ("exact_dedup_filter",)
+    default_outputs = ("exact_dedup_filter", "exact_dedup_url_filter")
     output_metrics = ("filter_saved_to",)
     Config = ExactDedupConfig
     columns = {"paragraphs_removed": pa.int32()}
+
+    @classmethod
+    def stats_key(cls, config: ExactDedupConfig) -> str:
+        """A web recipe runs two: by URL before extraction, by text after (``exact_dedup:url``, ``exact_dedup``)."""
+        return cls.name if config.key == "text" else f"{cls.name}:{config.key}"
+
+    @classmethod
+    def output_dir(cls, config: ExactDedupConfig, out: str) -> str:
+        default = "exact_dedup_filter" if config.key == "text" else f"exact_dedup_{config.key}_filter"
+        return storage.abspath(config.save_filter or storage.join(out, default))
 
     @classmethod
     def rewrites_text(cls, config) -> bool:
@@ -347,7 +357,7 @@ class ExactDedup(GlobalStage):
         written = status.groupby("write", WPART, max(1, min(len(ctx.files), 32)), _phase_write, cfg=c,
                                  out_dir=ctx.decisions_dir, compression=ctx.compression)
         metrics["documents_with_repeats"] = int(sum(r["n"] for r in written.rows()))
-        final = c.save_filter or storage.join(ctx.final_out, "exact_dedup_filter")
+        final = self.output_dir(c, ctx.final_out)
         save = ctx.stage_output(final)
         fills = [a.call("save", storage.join(save, f"shard-{s:04d}")) for s, a in enumerate(actors)]
         save_meta(save, c, bits, k)

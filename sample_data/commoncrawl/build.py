@@ -14,6 +14,7 @@ import gzip
 import html
 import io
 import re
+import unicodedata
 from pathlib import Path
 
 from warcio.statusandheaders import StatusAndHeaders
@@ -27,9 +28,27 @@ PAGES = [DOC / "libffi8/html" / n for n in ("Introduction.html", "Using-libffi.h
 PAGES.append(DOC / "base-passwd/users-and-groups.html")
 
 
+ACCENTS = {"'": "\u0301", "`": "\u0300", "^": "\u0302", ":": "\u0308", ",": "\u0327"}  # groff \('e, \(`a ...
+GLYPHS = {"Fo": "«", "Fc": "»", "aq": "'", "Aq": "'", "em": "—", "en": "–", "bu": "・"}
+
+
+def _glyph(m: re.Match) -> str:
+    name = m.group(1)
+    if name[0] in ACCENTS and name[1].isalpha():
+        return unicodedata.normalize("NFC", name[1] + ACCENTS[name[0]])
+    return GLYPHS.get(name, "")
+
+
 def man_text(path: Path, chars: int = 6000) -> str:
+    """The text lines of a man page, groff's escapes for accented letters and quotes decoded
+    (the French apt pages write é as \\('e in ASCII source)."""
     raw = gzip.decompress(path.read_bytes()).decode("utf-8")
-    lines = [re.sub(r"\\f[BIRP]|\\-|\\\(..|\\&|\\e", "", ln) for ln in raw.splitlines() if not ln.startswith((".", "'"))]
+    lines = []
+    for ln in raw.splitlines():
+        if ln.startswith((".", "'")):
+            continue
+        ln = re.sub(r"\\\*?\((..)", _glyph, re.sub(r"\\f[BIRP]|\\&", "", ln))
+        lines.append(ln.replace("\\-", "-").replace("\\ ", " ").replace("\\e", "\\"))
     return "\n".join(ln for ln in lines if ln.strip())[:chars]
 
 
