@@ -237,7 +237,8 @@ def _work(cfg: PipelineConfig, tasks, journal: Journal, staging: str, digest: st
     elif not fresh:
         log("[datacurate] resume: curation was complete")
     if not journal.get("run", "swap", {}).get("moved"):
-        _swap(cfg, journal, staging)
+        with errors.doing(f"the move of the outputs into {out}"):
+            _swap(cfg, journal, staging)
     if cfg.doremi is not None:  # before train: its weights are train's domain_weights by default
         rep["doremi"] = launch_doremi(cfg.doremi, not fresh, cfg.ray, log if show else quiet)
     if cfg.train is not None:
@@ -304,7 +305,8 @@ def _curate(cfg: PipelineConfig, tasks, journal: Journal, staging: str, show: bo
                         staging, spec.name, journal, files, final_out, outputs, seg.index, cfg.output.compression,
                         cfg.stages[:index], to_dict(cfg), **({} if small else {"log": log, "progress": tracker.phase}))
                     stage = spec.cls(spec.config)
-                    res = ray_segments.in_one_task(run_global, stage=stage, ctx=ctx) if small else run_global(stage, ctx)
+                    with errors.doing(spec.name):
+                        res = ray_segments.in_one_task(run_global, stage=stage, ctx=ctx) if small else run_global(stage, ctx)
                     metrics, n_skipped = res["metrics"], res["skipped"]
                     info = {"metrics": metrics, "phase_seconds": time.perf_counter() - t1}
                     journal.record(f"g{seg.index}", "done", info)
@@ -329,8 +331,10 @@ def _curate(cfg: PipelineConfig, tasks, journal: Journal, staging: str, show: bo
                     "map tasks done before")
             skipped += len(items) - len(todo)
             total += len(items)
-            ray_segments.run_segment(run_cfg, seg.index, todo, lambda st, key: tracker(st, sizes[key]), journal)
-        ray_segments.unify_fields(run_cfg)  # idempotent: a resumed run does it again
+            with errors.doing(", ".join(names)):
+                ray_segments.run_segment(run_cfg, seg.index, todo, lambda st, key: tracker(st, sizes[key]), journal)
+        with errors.doing("the parts' common schema"):
+            ray_segments.unify_fields(run_cfg)  # idempotent: a resumed run does it again
     finally:
         if started:
             cluster.shutdown()

@@ -43,11 +43,25 @@ _WATCH: dict = {}
 
 
 def init_ray(cfg: RayConfig) -> bool:
-    """Connect to (address) or start (no address) Ray; True when this call started it."""
+    """Connect to (address) or start (no address) Ray; True when this call started it.
+    ``ray.init`` replaces the SIGTERM handler (Python's, then its core worker's native one,
+    which aborts with a stack dump); a Python handler set before (the CLI's one-line
+    interrupt) is put back."""
+    import signal
+
     import ray
 
     if ray.is_initialized():
         return False
+    before = signal.getsignal(signal.SIGTERM)
+    try:
+        return _init(ray, cfg)
+    finally:
+        if callable(before) and threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, before)
+
+
+def _init(ray, cfg: RayConfig) -> bool:
     kwargs = dict(logging_level=logging.WARNING, log_to_driver=True)
     if cfg.address:
         if supervise.announce(cfg.address):  # the CLI's supervisor watches (supervise.py)
