@@ -40,7 +40,14 @@ def _describe(cls: type, prefix: str = "  ") -> list[str]:
 
 
 def cmd_stages(args) -> int:
+    from datacurate.coerce import unknown_key
+
+    for name in args.names:
+        if name not in STAGES:
+            raise unknown_key(name, list(STAGES), "stages", "stage")
     for name, cls in STAGES.items():
+        if args.names and name not in args.names:
+            continue
         doc = (cls.__dict__.get("__doc__") or inspect.getmodule(cls).__doc__ or "").strip().splitlines()[0]
         print(f"{name}: {doc}")
         print("".join(f"  # {line}\n" for line in _contract(cls)) + "\n".join(_describe(cls.Config)))
@@ -271,7 +278,7 @@ def cmd_export(args) -> int:
 
     with doing("export"):
         res = export_model(args.checkpoint, args.output, args.format, tokenizer=args.tokenizer, overwrite=args.overwrite)
-    print(f"exported {res['checkpoint']} (step {res['step']}, {res['parameters']:,} parameters) -> {res['output']}")
+    print(f"exported {res['checkpoint']} (step {res['step']}; {res['describe_params']}) -> {res['output']}")
     print(f"open it with transformers.AutoModelForCausalLM.from_pretrained({res['output']!r}) "
           "and AutoTokenizer.from_pretrained(...)")
     return 0
@@ -324,6 +331,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--no-report", action="store_true", help="do not write OUT/report.html at the end")
     r.set_defaults(fn=cmd_run)
     s = sub.add_parser("stages", help="list stages with their parameters and defaults")
+    s.add_argument("names", nargs="*", metavar="NAME", help="only these stages (default: all)")
     s.set_defaults(fn=cmd_stages)
     st = sub.add_parser("stats", help="print the funnel of a finished run")
     st.add_argument("output", help="a run's output directory")
