@@ -12,6 +12,7 @@ import typing
 
 from datacurate import storage
 from datacurate.config import ConfigError, load_config
+from datacurate.engine.ray.cluster import refuse_relative_in_job
 from datacurate.engine.ray.supervise import may_join, supervise
 from datacurate.errors import Interrupted, RunStopped, doing, explain, now_doing, stopped
 from datacurate.io import InputError
@@ -417,6 +418,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 RESUMABLE = ("run", "train", "doremi", "ablate")  # what an interrupted command's --resume continues
+# the options naming where the other commands write (run, train, doremi and ablate check their configs)
+WRITES = {"export": ("output",), "eval": ("output",), "train-classifier": ("output",), "train-tokenizer": ("out",),
+          "dedup-eval": ("output",), "report": ("output", "out"), "score-tokens": ("shards",)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -434,6 +438,8 @@ def main(argv: list[str] | None = None) -> int:
         address = _cluster_address(args)
         if address:  # joined to a cluster: a parent process reports its loss (engine/ray/supervise.py)
             return supervise(sys.argv[1:] if argv is None else list(argv), address)
+        refuse_relative_in_job({f"--{k}" if k != "output" or args.command != "report" else "OUT": getattr(args, k)
+                                for k in WRITES.get(args.command, ()) if getattr(args, k, None)})
         return args.fn(args)
     except Interrupted as e:  # SIGINT / SIGTERM: what was done is journaled or checkpointed
         return _interrupted(e, args)

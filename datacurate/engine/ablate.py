@@ -202,6 +202,9 @@ def run_ablation(cfg: AblationConfig, resume: bool = False, log: Optional[Callab
                  report: bool = True) -> dict:
     """Run (or continue) the ablation ``cfg``; ``ablation.json``'s content."""
     log = log or (lambda m: print(m, file=sys.stderr, flush=True))
+    from datacurate.engine.ray.cluster import refuse_relative_in_job
+
+    refuse_relative_in_job({"output": cfg.output})
     evaluator = Evaluator(cfg)  # the eval files are read before any work: a bad one fails now
     _start(cfg, resume, log)
     os.environ[faults.DRIVER_ENV] = str(os.getpid())  # the tests' fault injection (kill-driver)

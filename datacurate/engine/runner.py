@@ -71,13 +71,22 @@ def check_output(cfg: PipelineConfig) -> None:
         raise ConfigError(f"output: {out} already holds a run ({', '.join(present)}); set output.overwrite: true")
 
 
+def write_places(cfg: PipelineConfig) -> dict[str, str]:
+    """Where a run writes, by the key that names it: OUT, the directories stages name
+    (``Stage.output_key``), and a train or doremi output."""
+    places = {"output": cfg.output.path}
+    for s in cfg.stages:
+        key = s.cls.output_key
+        if key and getattr(s.config, key):
+            places[f"{s.name}.{key}"] = getattr(s.config, key)
+    places.update({f"{name}.output": sec.output for name, sec in (("train", cfg.train), ("doremi", cfg.doremi))
+                   if sec is not None})
+    return places
+
+
 def _remote_outputs(cfg: PipelineConfig) -> list[str]:
-    """The ``s3://`` places a run writes: OUT, the directories stages name (``Stage.output_key``),
-    and a train or doremi output."""
-    keys = [(s, s.cls.output_key) for s in cfg.stages]
-    urls = [cfg.output.path] + [getattr(s.config, k) for s, k in keys if k and getattr(s.config, k)]
-    urls += [sec.output for sec in (cfg.train, cfg.doremi) if sec is not None]
-    return [u for u in urls if storage.is_remote(u)]
+    """The ``s3://`` places a run writes."""
+    return [u for u in write_places(cfg).values() if storage.is_remote(u)]
 
 
 def config_sha256(cfg: PipelineConfig) -> str:
@@ -168,8 +177,10 @@ def run_pipeline(cfg: PipelineConfig, progress: bool | None = None, log: Callabl
 
 def _run(cfg: PipelineConfig, progress: bool | None, log: Callable[[str], None], resume: bool, report: bool,
          default_log: bool = True) -> dict:
+    from datacurate.engine.ray.cluster import refuse_relative_in_job
     from datacurate.stages.base import GlobalStage
 
+    refuse_relative_in_job(write_places(cfg))
     tasks = plan_reads(cfg.input, reserved=reserved_columns(cfg.stages))  # fails fast on bad inputs and fields
     for url in _remote_outputs(cfg):
         storage.check_bucket(url)  # one line for a missing bucket, refused credentials, a dead endpoint

@@ -14,10 +14,33 @@ import sys
 import threading
 import time
 
-from datacurate.config import RayConfig
+from datacurate.config import ConfigError, RayConfig
 from datacurate.engine.ray import supervise
 
 LOST_AFTER_S = 5.0  # the cluster's control store unreachable this long: the run stops
+JOB_ENV = "RAY_JOB_CONFIG_JSON_ENV_VAR"  # Ray's job supervisor sets it for a job's entrypoint
+
+
+def job_working_dir() -> str | None:
+    """This process's working directory when it is a Ray job's entrypoint (``ray job
+    submit``): the job's temporary copy of ``--working-dir``, which Ray deletes with the
+    job's session (or, without one, a directory of Ray's own); None outside a job."""
+    return os.getcwd() if JOB_ENV in os.environ else None
+
+
+def refuse_relative_in_job(paths: dict[str, str]) -> None:
+    """Inside a Ray job a relative path datacurate writes to would land in the job's
+    temporary working directory and vanish with it, while the job reports it as written:
+    one line naming the fix instead (``paths``: the option or key naming each place)."""
+    where = job_working_dir()
+    if where is None:
+        return
+    for key, path in paths.items():
+        if path and "://" not in path and not os.path.isabs(path):
+            raise ConfigError(f"{key}: {path} is a relative path, and this runs inside a Ray job whose working "
+                              f"directory ({where}) is a temporary copy that Ray deletes with the job: give an "
+                              "absolute path on storage every node shares (e.g. --output /shared/curated/x), "
+                              "or s3://bucket/prefix")
 
 
 def _watch(gcs_address: str, stop: threading.Event, lost_after: float = LOST_AFTER_S) -> None:
