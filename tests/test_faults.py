@@ -22,7 +22,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -34,7 +33,8 @@ import pytest
 import yaml
 
 from datacurate.phases import faults
-from tests.cli_run import clean_env as _env, cmd as _cmd, run as _run
+from tests.cli_run import clean_env as _env, cmd as _cmd, free_port as _free_port, run as _run, \
+    wait_port as _wait_port
 from tests.outputs import assert_same, tree_digest
 
 REPO = Path(__file__).resolve().parent.parent
@@ -210,29 +210,6 @@ def test_sigterm_and_ctrl_c_say_one_line_and_resume_continues(pipeline, clean, t
     assert res.returncode == 0, res.stderr[-3000:]
     assert _skipped(res.stderr) > 0
     assert_same(clean, out)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _wait_port(port: int, proc: subprocess.Popen, log: Path, timeout: float = 90.0) -> None:
-    t0 = time.monotonic()
-    while time.monotonic() - t0 < timeout:
-        if proc.poll() is not None:
-            raise RuntimeError(f"ray start exited: {log.read_text()[-2000:]}")
-        try:
-            socket.create_connection((socket.gethostbyname(socket.gethostname()), port), timeout=1).close()
-            return
-        except OSError:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                return
-            except OSError:
-                time.sleep(0.5)
-    raise TimeoutError(f"nothing listens on {port}: {log.read_text()[-2000:]}")
 
 
 def test_a_cluster_on_the_machine_dies_mid_run(pipeline, clean, tmp_path):
