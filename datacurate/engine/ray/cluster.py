@@ -7,6 +7,7 @@ use by a thread here (:func:`_watch`).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import socket
@@ -66,19 +67,26 @@ _WATCH: dict = {}
 
 
 def init_ray(cfg: RayConfig) -> bool:
-    """Connect to (address) or start (no address) Ray; True when this call started it.
-    ``ray.init`` replaces the SIGTERM handler (Python's, then its core worker's native one,
-    which aborts with a stack dump); a Python handler set before (the CLI's one-line
-    interrupt) is put back."""
-    import signal
-
+    """Connect to (address) or start (no address) Ray; True when this call started it."""
     import ray
 
     if ray.is_initialized():
         return False
+    with _keeping_sigterm():
+        return _init(ray, cfg)
+
+
+@contextlib.contextmanager
+def _keeping_sigterm():
+    """``ray.init`` replaces the SIGTERM handler (Python's, then its core worker's native
+    one, which aborts with a stack dump) and ``ray.shutdown`` leaves the default action (the
+    process dies silently): a Python handler set before (the CLI's one-line interrupt) is
+    put back."""
+    import signal
+
     before = signal.getsignal(signal.SIGTERM)
     try:
-        return _init(ray, cfg)
+        yield
     finally:
         if callable(before) and threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGTERM, before)
@@ -163,4 +171,5 @@ def shutdown() -> None:
     stop = _WATCH.pop("stop", None)
     if stop is not None:
         stop.set()
-    ray.shutdown()
+    with _keeping_sigterm():
+        ray.shutdown()
