@@ -12,8 +12,9 @@ import typing
 
 from datacurate import storage
 from datacurate.config import ConfigError, load_config
+from datacurate.engine.ray.cluster import refuse_relative_in_job
 from datacurate.engine.ray.supervise import may_join, supervise
-from datacurate.errors import RunStopped, explain, stopped
+from datacurate.errors import Interrupted, RunStopped, doing, explain, now_doing, stopped
 from datacurate.io import InputError
 from datacurate.registry import STAGES
 from datacurate.storage import StorageError
@@ -40,7 +41,14 @@ def _describe(cls: type, prefix: str = "  ") -> list[str]:
 
 
 def cmd_stages(args) -> int:
+    from datacurate.coerce import unknown_key
+
+    for name in args.names:
+        if name not in STAGES:
+            raise unknown_key(name, list(STAGES), "stages", "stage")
     for name, cls in STAGES.items():
+        if args.names and name not in args.names:
+            continue
         doc = (cls.__dict__.get("__doc__") or inspect.getmodule(cls).__doc__ or "").strip().splitlines()[0]
         print(f"{name}: {doc}")
         print("".join(f"  # {line}\n" for line in _contract(cls)) + "\n".join(_describe(cls.Config)))
@@ -238,8 +246,9 @@ def cmd_score_tokens(args) -> int:
 def cmd_export(args) -> int:
     from datacurate.train.export import export_model
 
-    res = export_model(args.checkpoint, args.output, args.format, tokenizer=args.tokenizer, overwrite=args.overwrite)
-    print(f"exported {res['checkpoint']} (step {res['step']}, {res['parameters']:,} parameters) -> {res['output']}")
+    with doing("export"):
+        res = export_model(args.checkpoint, args.output, args.format, tokenizer=args.tokenizer, overwrite=args.overwrite)
+    print(f"exported {res['checkpoint']} (step {res['step']}; {res['describe_params']}) -> {res['output']}")
     print(f"open it with transformers.AutoModelForCausalLM.from_pretrained({res['output']!r}) "
           "and AutoTokenizer.from_pretrained(...)")
     return 0
@@ -292,6 +301,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--no-report", action="store_true", help="do not write OUT/report.html at the end")
     r.set_defaults(fn=cmd_run)
     s = sub.add_parser("stages", help="list stages with their parameters and defaults")
+    s.add_argument("names", nargs="*", metavar="NAME", help="only these stages (default: all)")
     s.set_defaults(fn=cmd_stages)
     st = sub.add_parser("stats", help="print the funnel of a finished run")
     st.add_argument("output", help="a run's output directory")
@@ -376,6 +386,12 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+RESUMABLE = ("run", "train", "doremi", "ablate")  # what an interrupted command's --resume continues
+# the options naming where the other commands write (run, train, doremi and ablate check their configs)
+WRITES = {"export": ("output",), "eval": ("output",), "train-classifier": ("output",), "train-tokenizer": ("out",),
+          "dedup-eval": ("output",), "report": ("output", "out"), "score-tokens": ("shards",)}
+
+
 def main(argv: list[str] | None = None) -> int:
     import faulthandler
     import signal
@@ -386,11 +402,16 @@ def main(argv: list[str] | None = None) -> int:
         except (ValueError, OSError, AttributeError):  # stderr without a file descriptor (captured)
             pass
     args = build_parser().parse_args(argv)
+    previous = _catch_interrupts()
     try:
         address = _cluster_address(args)
         if address:  # joined to a cluster: a parent process reports its loss (engine/ray/supervise.py)
             return supervise(sys.argv[1:] if argv is None else list(argv), address)
+        refuse_relative_in_job({f"--{k}" if k != "output" or args.command != "report" else "OUT": getattr(args, k)
+                                for k in WRITES.get(args.command, ()) if getattr(args, k, None)})
         return args.fn(args)
+    except Interrupted as e:  # SIGINT / SIGTERM: what was done is journaled or checkpointed
+        return _interrupted(e, args)
     except RunStopped as e:  # a run that had started: journaled, --resume continues it
         _say(str(e), args.debug)
         return e.exit_code
@@ -406,6 +427,45 @@ def main(argv: list[str] | None = None) -> int:
             return RunStopped.exit_code
         _say(found[0], args.debug)
         return 2
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _catch_interrupts() -> dict:
+    """SIGINT and SIGTERM raise :class:`Interrupted` naming the work in progress (the
+    ``finally`` blocks on its way out shut the private Ray down); a second one during that
+    clean-up is ignored. A signal the process was started ignoring (``nohup``, a
+    background job's SIGINT) stays ignored. The handlers replaced, to put back."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+
+    def interrupt(signum, frame):
+        for s in previous:
+            signal.signal(s, signal.SIG_IGN)
+        raise Interrupted(signum, now_doing())
+
+    previous = {}
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        handler = signal.getsignal(sig)
+        if handler is not signal.SIG_IGN:
+            previous[sig] = handler
+            signal.signal(sig, interrupt)
+    return previous
+
+
+def _interrupted(e: Interrupted, args) -> int:
+    """The one line for an interrupt (with ``--debug`` after its traceback); 128 + the signal."""
+    import traceback
+
+    if args.debug:
+        print(traceback.format_exc(), file=sys.stderr, end="")
+    todo = "run again with --resume to continue" if args.command in RESUMABLE else "run it again"
+    print(f"datacurate: interrupted{' during ' + e.during if e.during else ''}; {todo}", file=sys.stderr, flush=True)
+    return e.exit_code
 
 
 def _cluster_address(args) -> str | None:

@@ -7,11 +7,13 @@ operating-system error underneath and says it in one line; :class:`RunStopped` c
 that line out of a run that had started (its outputs are journaled: ``--resume``
 continues), and the CLI prints it instead of a traceback (exit code
 :data:`EXIT_STOPPED`; the traceback goes to a log file the line names, or to stderr
-with ``--debug``). This module imports nothing of datacurate.
+with ``--debug``). :class:`Interrupted` is the same for SIGINT and SIGTERM: the work that
+was going on (:func:`doing`) goes into the line. This module imports nothing of datacurate.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno as _errno
 import inspect
 
@@ -149,3 +151,36 @@ def stopped(e: BaseException, command: str = "run") -> BaseException:
         return e
     line, todo = found
     return RunStopped(f"{line}; the {command} stopped: {todo}run again with --resume to continue")
+
+
+class Interrupted(KeyboardInterrupt):
+    """SIGINT or SIGTERM while a command worked (raised by the CLI's signal handler): what
+    it had finished is journaled or checkpointed; the CLI says so in one line and exits
+    with 128 + the signal number (130, 143). A ``KeyboardInterrupt``, so that the code it
+    passes through (Ray Data's iterators shut their executor down on one) treats it as Ctrl-C."""
+
+    def __init__(self, signum: int, during: str | None):
+        super().__init__(signum, during)
+        self.signum, self.during = signum, during
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + self.signum
+
+
+_DOING: list[str] = []  # what the driver is doing now, outermost first (one driver thread names it)
+
+
+@contextlib.contextmanager
+def doing(what: str):
+    """Name the work inside the block for the interrupt line (``interrupted during WHAT``)."""
+    _DOING.append(what)
+    try:
+        yield
+    finally:
+        _DOING.pop()
+
+
+def now_doing() -> str | None:
+    """The work in progress, outermost first (``arm sample_recipe: near_dedup``); None when none was named."""
+    return ": ".join(_DOING) or None

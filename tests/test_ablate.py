@@ -216,6 +216,10 @@ def test_identical_arms_then_kill_and_resume(tmp_path):
     d = clean["diffs"]["b"]["prose"]
     assert d["seeds"] == [0.0, 0.0] and d["ci"][0] <= 0 <= d["ci"][1] and not d["distinguishable"]
     assert "within seed noise" in res.stdout and "one tokenizer for all arms" in res.stdout
+    # every phase announced, each unit's training progress shown (step, loss, ETA)
+    assert "[ablate] 2 arms x 2 seeds: each arm's curation, then its trainings (4 steps x 2,048 tokens)" in res.stderr
+    assert "[ablate] a: curation -> " in res.stderr and "[ablate] b seed 1: eval on prose" in res.stderr
+    assert re.search(r"\[ablate\] a seed 0: training step 4/4  loss \d+\.\d+ .* ETA 0:00\n", res.stderr), res.stderr
     assert clean["arms"]["a"]["epochs"] == pytest.approx(clean["arms"]["a"]["train_tokens"] / clean["arms"]["a"]["kept_tokens"])
 
     fault_dir = tmp_path / "faults"
@@ -309,3 +313,19 @@ def test_heuristics_beat_no_filter_on_half_junk_corpus(tmp_path):
     page = (tmp_path / "out" / "report.html").read_text()
     assert "<h2>Ablation</h2>" in page and "better, outside seed noise" in page and "<script" not in page
     assert page.count("<polyline") == 2  # both arms' loss curves on one plot
+
+
+def test_unit_log_shows_phases_and_throttled_steps():
+    from datacurate.engine import ablate
+
+    shown = []
+    say = ablate._unit_log(shown.append, "x seed 0")
+    for line in ["[datacurate] segment 0: tasks 1/6", "[doremi] round 1/1: reference model, 40 steps",
+                 "[train] tiny GPT 2x128: 5 parameters", "[train] step 1/40  loss 9.0  ETA 0:10",
+                 "[train] step 2/40  loss 8.0  ETA 0:09", "[train] eval at step 40: all 7.0",
+                 "[train] step 40/40  loss 7.0  ETA 0:00", "[datacurate] resume: a: skipped 1 of 1"]:
+        say(line)
+    assert shown == ["[ablate] x seed 0: DoReMi round 1/1: reference model, 40 steps",
+                     "[ablate] x seed 0: training step 1/40  loss 9.0  ETA 0:10",
+                     "[ablate] x seed 0: training step 40/40  loss 7.0  ETA 0:00",
+                     "[ablate] x seed 0: curation resume: a: skipped 1 of 1"]

@@ -27,7 +27,7 @@ def datacurate(*args: str, timeout: float = 240) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=timeout)
 
 
-def test_stages_lists_stages_and_parameters():
+def test_stages_lists_stages_and_parameters(capsys):
     res = datacurate("stages")
     assert res.returncode == 0, res.stderr
     out = res.stdout
@@ -36,6 +36,15 @@ def test_stages_lists_stages_and_parameters():
                   "max_dup_line_frac", "c4:", "filter_no_terminal_punct", "fineweb:", "max_list_ratio"):
         assert param in out, param
     assert "min_score: 0.65" in out
+    # some stages by name; an unknown name is one line with a did-you-mean
+    from datacurate.cli import main
+
+    assert main(["stages", "langid", "dsir"]) == 0
+    shown = capsys.readouterr().out
+    assert [ln.split(":")[0] for ln in shown.splitlines() if ln and not ln.startswith(" ")] == ["langid", "dsir"]
+    assert main(["stages", "langidd"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == "datacurate: error: stages: unknown stage 'langidd' (did you mean 'langid'?)"
 
 
 @pytest.mark.parametrize("yaml_text, message", [

@@ -12,14 +12,16 @@
   when that task's worker dies;
 * a ``ray start`` cluster on the machine is killed while two runs with no address and
   one joined to it are going: the two private runs complete identically, the joined one
-  stops within a minute with one line.
+  stops within a minute with one line;
+* SIGTERM to the driver in a map stage, then SIGINT to its process group (a terminal's
+  Ctrl-C) inside near dedup: one line each, exit 143 / 130, no Ray process left; ``--resume``
+  then ends with the uninterrupted outputs.
 """
 
 import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -31,7 +33,8 @@ import pytest
 import yaml
 
 from datacurate.phases import faults
-from tests.cli_run import clean_env as _env, cmd as _cmd, run as _run
+from tests.cli_run import clean_env as _env, cmd as _cmd, free_port as _free_port, run as _run, \
+    wait_port as _wait_port
 from tests.outputs import assert_same, tree_digest
 
 REPO = Path(__file__).resolve().parent.parent
@@ -153,27 +156,60 @@ def test_driver_killed_three_times_then_resumed(pipeline, clean, tmp_path):
     assert_same(clean, out)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _wait_port(port: int, proc: subprocess.Popen, log: Path, timeout: float = 90.0) -> None:
-    t0 = time.monotonic()
-    while time.monotonic() - t0 < timeout:
-        if proc.poll() is not None:
-            raise RuntimeError(f"ray start exited: {log.read_text()[-2000:]}")
+def _ray_processes(marker: str) -> list[str]:
+    """Command lines of running processes that name ``marker`` (the run's Ray temp dir)."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
-            socket.create_connection((socket.gethostbyname(socket.gethostname()), port), timeout=1).close()
-            return
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
         except OSError:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                return
-            except OSError:
-                time.sleep(0.5)
-    raise TimeoutError(f"nothing listens on {port}: {log.read_text()[-2000:]}")
+            continue
+        if marker in cmdline:
+            found.append(cmdline[:200])
+    return found
+
+
+def _interrupted(pipeline: Path, out: Path, point: str, sig: int, tmp: Path, *args) -> str:
+    """A run held at fault point ``point`` gets ``sig``; its stderr. SIGINT goes to its
+    process group as a terminal's Ctrl-C does, SIGTERM to its pid as ``kill`` does."""
+    fdir, ray_tmp = tmp / point.replace(":", "_"), tempfile.mkdtemp(prefix="ri", dir="/tmp")
+    log = tmp / f"{point.replace(':', '_')}.log"
+    env = _env(DATACURATE_FAULT=f"{point}:wait", DATACURATE_FAULT_DIR=str(fdir), RAY_TMPDIR=ray_tmp)
+    with open(log, "w") as err:  # SIGINT as the default (a background shell's child may start ignoring it)
+        proc = subprocess.Popen(_cmd(pipeline, out, *args), env=env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=err,
+                                start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+        try:
+            stage, phase, n = point.split(":")
+            t0 = time.monotonic()
+            while not faults.fired(stage, phase, int(n), str(fdir)) and proc.poll() is None:
+                assert time.monotonic() - t0 < 300, log.read_text()[-2000:]
+                time.sleep(0.2)
+            assert _ray_processes(ray_tmp), "the run's Ray is not found by its temp dir"
+            (os.killpg if sig == signal.SIGINT else os.kill)(proc.pid, sig)
+            assert proc.wait(timeout=120) == 128 + sig, log.read_text()[-3000:]
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+    t0 = time.monotonic()
+    while _ray_processes(ray_tmp) and time.monotonic() - t0 < 30:
+        time.sleep(0.5)
+    assert not _ray_processes(ray_tmp), _ray_processes(ray_tmp)  # the private Ray was shut down
+    shutil.rmtree(ray_tmp, ignore_errors=True)
+    return log.read_text()
+
+
+def test_sigterm_and_ctrl_c_say_one_line_and_resume_continues(pipeline, clean, tmp_path):
+    out = tmp_path / "out"
+    err = _interrupted(pipeline, out, "heuristics:map:1", signal.SIGTERM, tmp_path)
+    assert "Traceback" not in err
+    assert err.strip().splitlines()[-1] == "datacurate: interrupted during heuristics; run again with --resume to continue"
+    err = _interrupted(pipeline, out, "near_dedup:edges:0", signal.SIGINT, tmp_path, "--resume")
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err
+    assert err.strip().splitlines()[-1] == "datacurate: interrupted during near_dedup; run again with --resume to continue"
+    res = _run(pipeline, out, "--resume")
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert _skipped(res.stderr) > 0
+    assert_same(clean, out)
 
 
 def test_a_cluster_on_the_machine_dies_mid_run(pipeline, clean, tmp_path):

@@ -2,10 +2,12 @@
 import contract in pyproject.toml says so and fails when a module elsewhere imports it,
 and the package's ``__init__`` loads no Ray (the CLI imports the supervisor from it)."""
 
+import os
 import re
 import shutil
 import subprocess
 import sys
+import tempfile
 
 from tests.test_layers import ROOT, lint
 
@@ -31,3 +33,25 @@ def test_the_cli_and_the_engine_load_no_ray():
             "print('ray' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert out.stdout.strip() == "False", out.stderr
+
+
+def test_the_clis_sigterm_handler_survives_rays_start_and_shutdown():
+    """``ray.init`` installs its own SIGTERM handlers and ``ray.shutdown`` leaves the default
+    action: a run that trains after its curation died silently on SIGTERM. The seam puts the
+    handler set before back (here a handler that exits 7)."""
+    code = ("import os, signal, sys\n"
+            "signal.signal(signal.SIGTERM, lambda s, f: sys.exit(7))\n"
+            "from datacurate.config import RayConfig\n"
+            "from datacurate.engine.ray import cluster\n"
+            "cluster.init_ray(RayConfig(num_cpus=1, object_store_memory_mb=100))\n"
+            "cluster.shutdown()\n"
+            "os.kill(os.getpid(), signal.SIGTERM)\n"
+            "signal.pause()\n")
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    temp = tempfile.mkdtemp(prefix="rs", dir="/tmp")  # short: Ray's socket paths must fit 107 bytes
+    try:
+        res = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300,
+                             env=dict(env, RAY_AUTH_MODE="disabled", RAY_TMPDIR=temp))
+    finally:
+        shutil.rmtree(temp, ignore_errors=True)
+    assert res.returncode == 7, (res.returncode, res.stderr[-2000:])

@@ -24,6 +24,8 @@ def test_readme_python_examples_run(ray_session, tmp_path, monkeypatch, capsys):
     exec(compile(api, "README.md (Python API)", "exec"), scope)
     assert scope["report"]["totals"]["accounted"] and scope["report"]["train"]["steps"] == 10
     assert scope["selected"].num_rows == scope["pool_table"].num_rows
+    m = scope["metrics"]  # DSIR's example moves the pool towards its target, as its comment says
+    assert m["kl_reduction"] > max(0.0, m["kl_reduction_random"]), m
     assert (tmp_path / "out" / "api" / "report.html").is_file()
 
     # the training example reads the set-up command's shards: the same pipeline's, from above

@@ -28,13 +28,15 @@ import json
 import os
 import shutil
 import sys
+import time
 from typing import Callable, Optional
 
 from datacurate import storage
 from datacurate.ablation_config import AblationConfig, arm_pipeline, arm_train_config, config_sha256
 from datacurate.config import ConfigError, to_dict
+from datacurate.errors import doing
 from datacurate.phases import faults
-from datacurate.engine.launch import launch_train, quiet
+from datacurate.engine.launch import launch_train
 from datacurate.intervals import excludes_zero, paired_difference, t_interval
 from datacurate.report.scan import read_json as _read_json
 
@@ -140,8 +142,35 @@ def _curate(cfg: AblationConfig, arm: str, resume: bool, log) -> None:
     if resume and done is not None and done.get("config_sha256") == run_sha256(pcfg):
         log(f"[ablate] resume: {arm}: curation was complete")
         return
-    log(f"[ablate] {arm}: curating -> {pcfg.output.path}")
-    run_pipeline(pcfg, resume=resume, log=log, progress=False)
+    log(f"[ablate] {arm}: curation -> {pcfg.output.path}")
+    with doing(f"arm {arm}"):
+        run_pipeline(pcfg, resume=resume, log=_unit_log(log, arm), progress=True)
+
+
+STEP_EVERY_S = 10.0  # a unit's training progress: a line at most this often (and its last step)
+_SHOWN = {"[doremi]": "DoReMi", "[train]": "training", "[datacurate]": "curation"}
+
+
+def _unit_log(log, unit: str):
+    """One unit's lines in the ablation's log: its DoReMi phases, resume and warning notes,
+    and its training steps (step, loss, ETA) at most every :data:`STEP_EVERY_S` seconds and
+    the last; the curation's live progress and the training's other lines stay out."""
+    last = [-STEP_EVERY_S]
+
+    def say(msg: str) -> None:
+        tag, _, rest = msg.partition("] ")
+        if tag + "]" not in _SHOWN:
+            return
+        if msg.startswith("[train] step "):
+            done, steps = rest.split()[1].split("/")
+            if time.monotonic() - last[0] < STEP_EVERY_S and done != steps:
+                return
+            last[0] = time.monotonic()
+        elif not (tag == "[doremi" or rest.startswith(("resume", "note", "warning"))):
+            return
+        log(f"[ablate] {unit}: {_SHOWN[tag + ']']} {rest}")
+
+    return say
 
 
 def _seed_done(cfg: AblationConfig, arm: str, seed: int) -> bool:
@@ -155,9 +184,14 @@ def _train(cfg: AblationConfig, arm: str, seed: int, resume: bool, log, evaluato
 
     faults.point("ablate", "train")  # the tests' fault injection: a unit has started
     tc = arm_train_config(cfg, arm, arm_pipeline(cfg, arm), seed)
-    log(f"[ablate] {arm} seed {seed}: training {tc.steps} steps x {tc.data.tokens_per_step:,} tokens -> {tc.output}")
-    final = launch_train(tc, resume=resume, ray_cfg=cfg.ray, log=quiet)
-    res = (evaluator or Evaluator(cfg))(final["checkpoint"], tc.shards, device or pick_device(cfg.budget.device))
+    unit = f"{arm} seed {seed}"
+    log(f"[ablate] {unit}: training {tc.steps} steps x {tc.data.tokens_per_step:,} tokens -> {tc.output}")
+    with doing(unit):
+        final = launch_train(tc, resume=resume, ray_cfg=cfg.ray, log=_unit_log(log, unit))
+        evaluator = evaluator or Evaluator(cfg)
+        log(f"[ablate] {unit}: eval on " + ", ".join([*evaluator.texts, *evaluator.tasks]))
+        with doing("eval"):
+            res = evaluator(final["checkpoint"], tc.shards, device or pick_device(cfg.budget.device))
     res.update(arm=arm, seed=seed, steps=tc.steps, tokens=final["tokens"])
     _write_json(os.path.join(tc.output, "eval.json"), res)
     log(f"[ablate] {arm} seed {seed}: " + "  ".join(f"{k} {v:.4f}" for k, v in res["eval"].items()))
@@ -168,11 +202,19 @@ def run_ablation(cfg: AblationConfig, resume: bool = False, log: Optional[Callab
                  report: bool = True) -> dict:
     """Run (or continue) the ablation ``cfg``; ``ablation.json``'s content."""
     log = log or (lambda m: print(m, file=sys.stderr, flush=True))
+    from datacurate.engine.ray.cluster import refuse_relative_in_job
+
+    refuse_relative_in_job({"output": cfg.output})
     evaluator = Evaluator(cfg)  # the eval files are read before any work: a bad one fails now
     _start(cfg, resume, log)
     os.environ[faults.DRIVER_ENV] = str(os.getpid())  # the tests' fault injection (kill-driver)
+    tc = arm_train_config(cfg, cfg.baseline, arm_pipeline(cfg, cfg.baseline), cfg.seeds[0])
+    log(f"[ablate] {len(cfg.arms)} arms x {len(cfg.seeds)} seeds: each arm's curation, then its trainings "
+        f"({tc.steps} steps x {tc.data.tokens_per_step:,} tokens), each followed by an eval on "
+        + ", ".join([*evaluator.texts, *evaluator.tasks]))
     if cfg.jobs != 1 and (cfg.jobs or cfg.ray.address):
-        _run_parallel(cfg, resume, log)
+        with doing("the ablation's units on Ray"):
+            _run_parallel(cfg, resume, log)
     else:  # one unit after another, in this process
         for arm in cfg.arms:
             _curate(cfg, arm, resume, log)

@@ -19,6 +19,8 @@ import sys
 from typing import Callable, Optional
 
 from datacurate.config import RayConfig
+from datacurate.engine.ray.cluster import refuse_relative_in_job
+from datacurate.errors import doing
 
 
 def quiet(msg: str) -> None:
@@ -49,7 +51,9 @@ def _runner(cfg, ray_cfg: Optional[RayConfig], log: Callable[[str], None]):
 def launch_train(cfg, resume: bool = False, ray_cfg: Optional[RayConfig] = None,
                  log: Optional[Callable[[str], None]] = None) -> dict:
     """Train ``cfg`` (a :class:`~datacurate.train_config.TrainConfig`); ``final.json``'s content."""
-    return _runner(cfg, ray_cfg, log or _stderr)(cfg, resume, None)
+    refuse_relative_in_job({"output": cfg.output})
+    with doing("training"):
+        return _runner(cfg, ray_cfg, log or _stderr)(cfg, resume, None)
 
 
 def launch_doremi(cfg, resume: bool = False, ray_cfg: Optional[RayConfig] = None,
@@ -59,6 +63,7 @@ def launch_doremi(cfg, resume: bool = False, ray_cfg: Optional[RayConfig] = None
     from datacurate.train.doremi import run_doremi
     from datacurate.train.remote import mirrored_output
 
+    refuse_relative_in_job({"output": cfg.output})
     log = log or _stderr
-    with mirrored_output(cfg, resume, last="domain_weights.json") as local:
+    with doing("DoReMi"), mirrored_output(cfg, resume, last="domain_weights.json") as local:
         return run_doremi(local, _runner(local, ray_cfg, log), resume=resume, log=log)

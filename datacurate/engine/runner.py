@@ -70,13 +70,22 @@ def check_output(cfg: PipelineConfig) -> None:
         raise ConfigError(f"output: {out} already holds a run ({', '.join(present)}); set output.overwrite: true")
 
 
+def write_places(cfg: PipelineConfig) -> dict[str, str]:
+    """Where a run writes, by the key that names it: OUT, the directories stages name
+    (``Stage.output_key``), and a train or doremi output."""
+    places = {"output": cfg.output.path}
+    for s in cfg.stages:
+        key = s.cls.output_key
+        if key and getattr(s.config, key):
+            places[f"{s.name}.{key}"] = getattr(s.config, key)
+    places.update({f"{name}.output": sec.output for name, sec in (("train", cfg.train), ("doremi", cfg.doremi))
+                   if sec is not None})
+    return places
+
+
 def _remote_outputs(cfg: PipelineConfig) -> list[str]:
-    """The ``s3://`` places a run writes: OUT, the directories stages name (``Stage.output_key``),
-    and a train or doremi output."""
-    keys = [(s, s.cls.output_key) for s in cfg.stages]
-    urls = [cfg.output.path] + [getattr(s.config, k) for s, k in keys if k and getattr(s.config, k)]
-    urls += [sec.output for sec in (cfg.train, cfg.doremi) if sec is not None]
-    return [u for u in urls if storage.is_remote(u)]
+    """The ``s3://`` places a run writes."""
+    return [u for u in write_places(cfg).values() if storage.is_remote(u)]
 
 
 def config_sha256(cfg: PipelineConfig) -> str:
@@ -167,8 +176,10 @@ def run_pipeline(cfg: PipelineConfig, progress: bool | None = None, log: Callabl
 
 def _run(cfg: PipelineConfig, progress: bool | None, log: Callable[[str], None], resume: bool, report: bool,
          default_log: bool = True) -> dict:
+    from datacurate.engine.ray.cluster import refuse_relative_in_job
     from datacurate.stages.base import GlobalStage
 
+    refuse_relative_in_job(write_places(cfg))
     tasks = plan_reads(cfg.input, reserved=reserved_columns(cfg.stages))  # fails fast on bad inputs and fields
     for url in _remote_outputs(cfg):
         storage.check_bucket(url)  # one line for a missing bucket, refused credentials, a dead endpoint
@@ -236,7 +247,8 @@ def _work(cfg: PipelineConfig, tasks, journal: Journal, staging: str, digest: st
     elif not fresh:
         log("[datacurate] resume: curation was complete")
     if not journal.get("run", "swap", {}).get("moved"):
-        _swap(cfg, journal, staging)
+        with errors.doing(f"the move of the outputs into {out}"):
+            _swap(cfg, journal, staging)
     if cfg.doremi is not None:  # before train: its weights are train's domain_weights by default
         rep["doremi"] = launch_doremi(cfg.doremi, not fresh, cfg.ray, log if show else quiet)
     if cfg.train is not None:
@@ -305,7 +317,8 @@ def _curate(cfg: PipelineConfig, tasks, journal: Journal, staging: str, show: bo
                         staging, spec.name, journal, files, final_out, outputs, seg.index, cfg.output.compression,
                         cfg.stages[:index], to_dict(cfg), **({} if small else {"log": log, "progress": tracker.phase}))
                     stage = spec.cls(spec.config)
-                    res = ray_segments.in_one_task(run_global, stage=stage, ctx=ctx) if small else run_global(stage, ctx)
+                    with errors.doing(spec.name):
+                        res = ray_segments.in_one_task(run_global, stage=stage, ctx=ctx) if small else run_global(stage, ctx)
                     metrics, n_skipped = res["metrics"], res["skipped"]
                     info = {"metrics": metrics, "phase_seconds": time.perf_counter() - t1}
                     journal.record(f"g{seg.index}", "done", info)
@@ -330,8 +343,10 @@ def _curate(cfg: PipelineConfig, tasks, journal: Journal, staging: str, show: bo
                     "map tasks done before")
             skipped += len(items) - len(todo)
             total += len(items)
-            ray_segments.run_segment(run_cfg, seg.index, todo, lambda st, key: tracker(st, sizes[key]), journal)
-        ray_segments.unify_fields(run_cfg)  # idempotent: a resumed run does it again
+            with errors.doing(", ".join(names)):
+                ray_segments.run_segment(run_cfg, seg.index, todo, lambda st, key: tracker(st, sizes[key]), journal)
+        with errors.doing("the parts' common schema"):
+            ray_segments.unify_fields(run_cfg)  # idempotent: a resumed run does it again
     finally:
         if started:
             cluster.shutdown()

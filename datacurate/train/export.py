@@ -133,4 +133,5 @@ def export_model(ckpt: str, out_dir: str, fmt: str = "hf", tokenizer: Optional[s
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return {"checkpoint": path, "step": state["step"], "output": out_dir, "parameters": model.num_params(False),
+            "describe_params": model.describe_params(),
             "tokenizer_sha256": info.sha256}

@@ -143,7 +143,7 @@ def _train(cfg: TrainConfig, ckpts: remote.Checkpoints, resume: bool, log, objec
         checkpoint.truncate_jsonl(metrics_path, start)
         with open(os.path.join(cfg.output, "config.yaml"), "w") as f:
             yaml.safe_dump(to_dict(cfg), f, sort_keys=False)
-        log(f"[train] {model.num_params():,} parameters ({cfg.model.preset}: {shape.n_layer}x{shape.n_embd}), "
+        log(f"[train] {cfg.model.preset} GPT {shape.n_layer}x{shape.n_embd}: {model.describe_params()}; "
             f"{len(ds):,} sequences in buckets {ds.seq_lens}, {cfg.steps} steps x {cfg.data.tokens_per_step:,} "
             f"tokens on {device} x {world}, {obj.describe()}" + (f", resuming at step {start}" if start else ""))
     # one graph per bucket length (dataset decomposition has a handful), not dynamic shapes
@@ -157,6 +157,7 @@ def _train(cfg: TrainConfig, ckpts: remote.Checkpoints, resume: bool, log, objec
     has_eval = any(len(v) for v in sampler.eval_index.values())  # eval_fraction 0: no eval
 
     # ---- the loop
+    t_start = time.perf_counter()
     for step in range(start, cfg.steps):
         t0 = time.perf_counter()
         lr = lr_at(step, cfg)
@@ -193,8 +194,10 @@ def _train(cfg: TrainConfig, ckpts: remote.Checkpoints, resume: bool, log, objec
                              "lr": lr, "tokens_per_s": round(tps, 1), "mfu": mfu})
             metrics.flush()  # followable while it runs
             if done % max(1, cfg.steps // 20) == 0 or done == cfg.steps:
+                eta = (time.perf_counter() - t_start) / (done - start) * (cfg.steps - done)
                 log(f"[train] step {done}/{cfg.steps}  loss {loss_val:.4f}  L {batch.seq_len}  lr {lr:.2e}  "
-                    f"{tps:,.0f} tok/s" + (f"  MFU {mfu:.1%}" if mfu else ""))
+                    f"{tps:,.0f} tok/s" + (f"  MFU {mfu:.1%}" if mfu else "") +
+                    f"  ETA {int(eta) // 60}:{int(eta) % 60:02d}")
         if has_eval and ((cfg.eval_every and done % cfg.eval_every == 0) or done == cfg.steps):
             if main:
                 last_eval = eval_loss(model, ds, sampler.eval_index, device, cfg.data.tokens_per_step, autocast)

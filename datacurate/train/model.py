@@ -81,8 +81,15 @@ class GPT(nn.Module):
             nn.init.normal_(m.weight, mean=0.0, std=0.02)
 
     def num_params(self, non_embedding: bool = True) -> int:
+        """Weights; ``non_embedding`` leaves out the position table (nanoGPT's count, for MFU);
+        the token embedding is the output head too and counts once."""
         n = sum(p.numel() for p in self.parameters())
         return n - self.wpe.weight.numel() if non_embedding else n
+
+    def describe_params(self) -> str:
+        """The one count ``train`` and ``export`` print: every weight, embeddings included."""
+        return (f"{self.num_params(False):,} parameters (embeddings included: token and position tables; "
+                "the output head is the token table, counted once)")
 
     def hidden(self, idx: torch.Tensor) -> torch.Tensor:
         B, T = idx.shape

@@ -125,3 +125,15 @@ def test_bad_input_is_one_line(runs, tmp_path, capsys):
     # with --overwrite a non-empty directory is replaced
     assert main(["export", out["train"], "--output", str(full), "--overwrite"]) == 0
     assert not (full / "x.txt").exists() and (full / "model.safetensors").is_file()
+
+
+def test_train_and_export_print_one_parameter_count(runs, tmp_path, capsys):
+    root, out = runs
+    lines = []
+    train(load_train_config({**BASE, "steps": 1}, shards=out["shards"], output=str(tmp_path / "t")), log=lines.append)
+    capsys.readouterr()
+    assert main(["export", str(tmp_path / "t"), "--output", str(tmp_path / "hf")]) == 0
+    printed = capsys.readouterr().out
+    model, _ = checkpoint.load_model(str(tmp_path / "t"))
+    count = f"{sum(p.numel() for p in model.parameters()):,} parameters (embeddings included"
+    assert count in lines[0] and count in printed, (lines[0], printed)

@@ -1,4 +1,4 @@
-"""The training loop on CPU: loss falls, exact resume after kill -9, Ray Train parity."""
+"""The training loop on CPU: loss falls, exact resume after kill -9 and Ctrl-C, Ray Train parity."""
 
 import json
 import os
@@ -58,22 +58,36 @@ def _cli(*args):
     return [sys.executable, "-m", "datacurate.cli", "train", *args]
 
 
-def test_kill_9_then_resume_gives_the_uninterrupted_curve(shard_dir, tmp_path):
+def _started(cmd: list, latest, at_least: int) -> subprocess.Popen:
+    """``cmd`` running, once its latest checkpoint is at step ``at_least`` or later."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    deadline = time.time() + 120
+    while time.time() < deadline and not (latest.exists() and int(os.readlink(latest).split("-")[1]) >= at_least):
+        time.sleep(0.05)
+    return proc
+
+
+def test_kill_9_and_ctrl_c_then_resume_give_the_uninterrupted_curve(shard_dir, tmp_path):
     common = ["--shards", shard_dir, "--set", "steps=400", "--set", "threads=1", "--set", "seed=5",
               "--set", "checkpoint_every=10", "--set", "eval_every=50", "--set", "data.tokens_per_step=1024"]
     full = tmp_path / "full"
     subprocess.run(_cli(*common, "--output", str(full)), check=True, capture_output=True)
     cut = tmp_path / "cut"
-    proc = subprocess.Popen(_cli(*common, "--output", str(cut)), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     latest = cut / "checkpoints" / "latest"
-    deadline = time.time() + 120
-    while time.time() < deadline and not (latest.exists() and int(os.readlink(latest).split("-")[1]) >= 60):
-        time.sleep(0.05)
+    proc = _started(_cli(*common, "--output", str(cut)), latest, 60)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     assert not (cut / "final.json").exists(), "the run finished before it was killed"
     killed_at = int(os.readlink(latest).split("-")[1])
     assert 60 <= killed_at < 400
+    # the resumed run is interrupted as Ctrl-C does: one line, exit 130, and --resume continues
+    proc = _started(_cli(*common, "--output", str(cut), "--resume"), latest, killed_at + 60)
+    os.kill(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and not (cut / "final.json").exists(), (proc.returncode, err[-2000:])
+    assert err.strip().splitlines()[-1] == "datacurate: interrupted during training; run again with --resume to continue"
+    assert "Traceback" not in err
     subprocess.run(_cli(*common, "--output", str(cut), "--resume"), check=True, capture_output=True)
     a, b = losses(full), losses(cut)
     assert [s for s, _ in a] == list(range(1, 401)) == [s for s, _ in b]

@@ -7,6 +7,7 @@ use by a thread here (:func:`_watch`).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import socket
@@ -14,10 +15,33 @@ import sys
 import threading
 import time
 
-from datacurate.config import RayConfig
+from datacurate.config import ConfigError, RayConfig
 from datacurate.engine.ray import supervise
 
 LOST_AFTER_S = 5.0  # the cluster's control store unreachable this long: the run stops
+JOB_ENV = "RAY_JOB_CONFIG_JSON_ENV_VAR"  # Ray's job supervisor sets it for a job's entrypoint
+
+
+def job_working_dir() -> str | None:
+    """This process's working directory when it is a Ray job's entrypoint (``ray job
+    submit``): the job's temporary copy of ``--working-dir``, which Ray deletes with the
+    job's session (or, without one, a directory of Ray's own); None outside a job."""
+    return os.getcwd() if JOB_ENV in os.environ else None
+
+
+def refuse_relative_in_job(paths: dict[str, str]) -> None:
+    """Inside a Ray job a relative path datacurate writes to would land in the job's
+    temporary working directory and vanish with it, while the job reports it as written:
+    one line naming the fix instead (``paths``: the option or key naming each place)."""
+    where = job_working_dir()
+    if where is None:
+        return
+    for key, path in paths.items():
+        if path and "://" not in path and not os.path.isabs(path):
+            raise ConfigError(f"{key}: {path} is a relative path, and this runs inside a Ray job whose working "
+                              f"directory ({where}) is a temporary copy that Ray deletes with the job: give an "
+                              "absolute path on storage every node shares (e.g. --output /shared/curated/x), "
+                              "or s3://bucket/prefix")
 
 
 def _watch(gcs_address: str, stop: threading.Event, lost_after: float = LOST_AFTER_S) -> None:
@@ -48,6 +72,27 @@ def init_ray(cfg: RayConfig) -> bool:
 
     if ray.is_initialized():
         return False
+    with _keeping_sigterm():
+        return _init(ray, cfg)
+
+
+@contextlib.contextmanager
+def _keeping_sigterm():
+    """``ray.init`` replaces the SIGTERM handler (Python's, then its core worker's native
+    one, which aborts with a stack dump) and ``ray.shutdown`` leaves the default action (the
+    process dies silently): a Python handler set before (the CLI's one-line interrupt) is
+    put back."""
+    import signal
+
+    before = signal.getsignal(signal.SIGTERM)
+    try:
+        yield
+    finally:
+        if callable(before) and threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, before)
+
+
+def _init(ray, cfg: RayConfig) -> bool:
     kwargs = dict(logging_level=logging.WARNING, log_to_driver=True)
     if cfg.address:
         if supervise.announce(cfg.address):  # the CLI's supervisor watches (supervise.py)
@@ -126,4 +171,5 @@ def shutdown() -> None:
     stop = _WATCH.pop("stop", None)
     if stop is not None:
         stop.set()
-    ray.shutdown()
+    with _keeping_sigterm():
+        ray.shutdown()

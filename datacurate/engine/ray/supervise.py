@@ -129,9 +129,9 @@ def supervise(argv: list[str], address: str) -> int:
     child = subprocess.Popen([sys.executable, "-m", "datacurate.cli", *argv], env=env, pass_fds=(write_fd,),
                              start_new_session=False, preexec_fn=_die_with_parent)
     os.close(write_fd)
+    # a terminal's Ctrl-C reaches the child too; it says one line and ignores a second SIGINT
     forwarded = {s: signal.signal(s, lambda sig, _f: _forward(child, sig))
-                 for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1) if hasattr(signal, s.name)}
-    old_int = signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the child from the terminal
+                 for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGUSR1) if hasattr(signal, s.name)}
     watch = _Watch(address)
     try:
         while True:
@@ -161,7 +161,8 @@ def supervise(argv: list[str], address: str) -> int:
         return rc
     finally:
         os.close(read_fd)
-        signal.signal(signal.SIGINT, old_int)
+        for s, handler in forwarded.items():
+            signal.signal(s, handler)
         if child.poll() is None:
             _kill(child)
 

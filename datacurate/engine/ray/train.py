@@ -55,11 +55,34 @@ def run_train(cfg, resume: bool = False, ray_cfg: RayConfig | None = None, objec
             scaling_config=ScalingConfig(num_workers=cfg.workers, use_gpu=use_gpu),
             run_config=RunConfig(storage_path=_ray_dir(cfg), name="train"),
         )
-        trainer.fit()
+        _fit(trainer)
     finally:
         if started:
             shutdown()
     return json.loads(storage.read_text(storage.join(storage.abspath(cfg.output), "final.json")))
+
+
+def _fit(trainer) -> None:
+    """``trainer.fit()`` in a thread, the driver's main thread waiting: called from the main
+    thread, Ray Train replaces the SIGINT handler with its own (it aborts the run and the
+    process exits with status 1, silently); so Ctrl-C stays the CLI's one line. An
+    interrupted driver's ``finally`` shuts its Ray down, and the run with it."""
+    import threading
+
+    failed: list[BaseException] = []
+
+    def fit() -> None:
+        try:
+            trainer.fit()
+        except BaseException as e:  # noqa: BLE001 - re-raised in the calling thread
+            failed.append(e)
+
+    thread = threading.Thread(target=fit, name="datacurate-ray-train", daemon=True)
+    thread.start()
+    while thread.is_alive():
+        thread.join(0.5)
+    if failed:
+        raise failed[0]
 
 
 def _ray_dir(cfg) -> str:
