@@ -11,6 +11,7 @@ import posixpath
 import re
 import sys
 import time
+from dataclasses import dataclass
 from typing import Callable
 
 from datacurate import errors, storage
@@ -174,6 +175,21 @@ def run_pipeline(cfg: PipelineConfig, progress: bool | None = None, log: Callabl
     return _run(cfg, progress, log, resume, report, default_log)
 
 
+@dataclass
+class Run:
+    """One run's state after its checks, as :func:`_work` and :func:`_curate` read it."""
+
+    cfg: PipelineConfig
+    tasks: list  # the read tasks (io.plan_reads: .skipped / .empty name the files not read)
+    journal: Journal
+    staging: str  # OUT/_work/run, absolute: workers may not share the driver's cwd
+    digest: str  # the configuration's sha256 (stats.json's config_sha256)
+    fresh: bool  # False: --resume continues an unfinished run
+    show: bool  # progress lines
+    log: Callable[[str], None]
+    default_log: bool  # log is standard error: progress may redraw in place on a terminal
+
+
 def _run(cfg: PipelineConfig, progress: bool | None, log: Callable[[str], None], resume: bool, report: bool,
          default_log: bool = True) -> dict:
     from datacurate.engine.ray.cluster import refuse_relative_in_job
@@ -210,7 +226,8 @@ def _run(cfg: PipelineConfig, progress: bool | None, log: Callable[[str], None],
         journal.record("run", "config", {"sha256": digest})
         storage.write_text(storage.join(staging, "config.yaml"), dump_config(cfg))
     try:
-        rep = _work(cfg, tasks, journal, staging, digest, fresh, progress, log, default_log)
+        show = cfg.ray.progress if progress is None else progress
+        rep = _work(Run(cfg, tasks, journal, staging, digest, fresh, show, log, default_log))
     except (ConfigError, InputError, KeyboardInterrupt):
         raise
     except Exception as e:  # noqa: BLE001 - an operational error becomes one line (errors.stopped); others re-raise
@@ -234,26 +251,25 @@ def _writable(staging: str, out: str) -> None:
         raise ConfigError(f"output: cannot write to {out}: permission denied")
 
 
-def _work(cfg: PipelineConfig, tasks, journal: Journal, staging: str, digest: str, fresh: bool,
-          progress: bool | None, log, default_log: bool) -> dict:
+def _work(run: Run) -> dict:
     """Curation, the swap, the doremi: and train: sections, stats.json: everything after
     the checks, journaled, so that ``--resume`` continues it wherever it stopped."""
+    cfg, journal, fresh, show, log = run.cfg, run.journal, run.fresh, run.show, run.log
     out = cfg.output.path
-    show = cfg.ray.progress if progress is None else progress
     rep = journal.get("run", "curation")
     if rep is None:
-        rep = _curate(cfg, tasks, journal, staging, show, log, resumed=not fresh, default_log=default_log)
+        rep = _curate(run)
         journal.record("run", "curation", rep)
     elif not fresh:
         log("[datacurate] resume: curation was complete")
     if not journal.get("run", "swap", {}).get("moved"):
         with errors.doing(f"the move of the outputs into {out}"):
-            _swap(cfg, journal, staging)
+            _swap(cfg, journal, run.staging)
     if cfg.doremi is not None:  # before train: its weights are train's domain_weights by default
         rep["doremi"] = launch_doremi(cfg.doremi, not fresh, cfg.ray, log if show else quiet)
     if cfg.train is not None:
         rep["train"] = launch_train(cfg.train, not fresh, cfg.ray, log if show else quiet)
-    rep["config_sha256"] = digest
+    rep["config_sha256"] = run.digest
     storage.write_text(storage.join(out, "stats.json"), json.dumps(rep, indent=2))  # last: marks a complete run
     if not cfg.output.keep_work:
         storage.delete(layout.work(out))
@@ -271,15 +287,16 @@ def _write_report(out: str, log) -> None:
         log(f"[datacurate] warning: report.html not written: {type(e).__name__}: {e}")
 
 
-def _curate(cfg: PipelineConfig, tasks, journal: Journal, staging: str, show: bool, log, resumed: bool,
-            default_log: bool = True) -> dict:
-    """Every segment's map tasks and every global stage, into ``staging``; the report."""
+def _curate(run: Run) -> dict:
+    """Every segment's map tasks and every global stage, into ``run.staging``; the report."""
     from datacurate.phases.context import StagedOutputs
     from datacurate.phases.local import LocalContext, input_docs, run_global
     from datacurate.engine.process import segments_of
     from datacurate.engine.ray import cluster, segments as ray_segments
     from datacurate.engine.ray.context import RayContext
 
+    cfg, tasks, journal, staging, show, log = run.cfg, run.tasks, run.journal, run.staging, run.show, run.log
+    resumed = not run.fresh
     t0 = time.perf_counter()
     run_cfg = copy.deepcopy(cfg)
     run_cfg.output.path = staging
@@ -291,7 +308,7 @@ def _curate(cfg: PipelineConfig, tasks, journal: Journal, staging: str, show: bo
         log(f"[datacurate] not read ({KINDS} only): {_few(tasks.skipped)}")
     os.environ[faults.DRIVER_ENV] = str(os.getpid())  # for the fault injection of tests (kill-driver)
     started = cluster.init_ray(cfg.ray)
-    tracker = Progress(show, log=None if default_log else log)
+    tracker = Progress(show, log=None if run.default_log else log)
     global_info: dict = {}
     skipped, total = 0, 0
     segments = segments_of(run_cfg)
