@@ -57,7 +57,12 @@ def rows(results: Path = RESULTS) -> list[list[str]]:
         cmd = f"`datacurate ablate pipelines/ablations/{name}.yaml`"
         for arm, d_all in s["diffs"].items():
             for ev, what in evals:
-                if ev not in d_all:
+                if ev not in d_all:  # some run has no value (a curve that starts past the common budget)
+                    if ev in s["arms"][arm]["eval"]:
+                        n = sum(v is None for a in (arm, base) for v in s["arms"][a]["eval"][ev]["seeds"])
+                        out.append([method, f"{arm} vs {base}", f"{ev}: {what}", "n/a", "n/a", "n/a",
+                                    f"not measured: {n} of {2 * len(s['seeds'])} runs had no checkpoint within "
+                                    "the common budget", cmd])
                     continue
                 d, a, b = d_all[ev], s["arms"][arm]["eval"][ev], s["arms"][base]["eval"][ev]
                 lo, hi = d["ci"]

@@ -367,3 +367,14 @@ def test_shipped_rho1_ablation_at_a_toy_budget(tmp_path):
     (tmp_path / "res" / "rho1.ablation.json").write_text(json.dumps(s))
     table = science_table.table(tmp_path / "res")
     assert "| RHO-1 | rho1 vs full (2 seeds) | target_like" in table and "tokens to reach full's final loss" in table
+
+
+def test_readme_science_table_is_the_generated_one():
+    """README's Science table is what benchmarks/science_table.py makes of the committed
+    ablation.json files (regenerate with --write after a rerun)."""
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import science_table
+
+    page = (REPO / "README.md").read_text()
+    i, j = page.index(science_table.BEGIN) + len(science_table.BEGIN), page.index(science_table.END)
+    assert page[i:j].strip() == science_table.table().strip()
