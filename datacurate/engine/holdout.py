@@ -6,9 +6,9 @@ The Pile).
 Which documents are held out depends on ``(holdout.seed, id)`` alone (crc32, no process
 salt): every arm, seed and rerun sees the same split. The arms' input becomes the rest,
 one JSONL file of ``{id, text, domain}`` (other fields of a record are not carried);
-the held-out documents of a domain go to ``heldout-<domain>.jsonl``. Records the reader
-rejects (bad UTF-8, too large) stay in the arms' input as they were read: the arms'
-curation rejects them with their reason.
+the held-out documents of a domain go to ``heldout-<domain>.jsonl``. A record the reader
+rejects (bad UTF-8, too large) is never held out; it goes to the arms' input with a null
+text, which their curation rejects (``holdout.json`` counts them).
 """
 
 from __future__ import annotations
