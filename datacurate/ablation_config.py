@@ -24,6 +24,7 @@ from datacurate.config import PipelineConfig, RayConfig, load_config, pipeline_o
 from datacurate.train_config import ModelConfig
 
 SET_BY_BUDGET = ("model", "steps", "seed", "device", "shards", "output")
+HELDOUT = "heldout/"  # eval names of the held-out domains: heldout/<domain>
 
 
 @dataclass
@@ -70,14 +71,44 @@ class EvalConfig:
     tasks: dict[str, str] = opt(dict, "NAME: multiple-choice JSONL (acc_norm)")
     tokenizer: Optional[str] = opt(None, 'null: the shipped sample tokenizer for all arms; a path; "arm": each its own')
     seq_len: int = opt(256, "window of the text loss (every model's max_seq_len must reach it)")
+    groups: dict[str, list[str]] = opt(dict, "NAME: [text evals]: per seed, the mean of their losses")
+    curve_every: int = opt(0, "steps between evaluated checkpoints (a loss curve against tokens, FLOPs and "
+                              "seconds); 0: the final model only")
+    curve: list[str] = opt(list, "the text evals on the curve; empty: all of them")
 
     def validate(self) -> None:
-        if not self.text and not self.tasks:
-            raise ValueError("give at least one text: or tasks: entry")
         if set(self.text) & set(self.tasks):
             raise ValueError(f"names used twice: {sorted(set(self.text) & set(self.tasks))}")
         if self.seq_len < 2:
             raise ValueError("seq_len must be >= 2")
+        if self.curve_every < 0:
+            raise ValueError("curve_every must be >= 0")
+
+
+@dataclass
+class HoldoutConfig:
+    fraction: float = opt(0.0, "share of each input domain's documents that no arm trains on, evaluated per "
+                               "domain as heldout/<domain> (0: none)")
+    seed: int = opt(0, "which documents: a hash of (seed, id)")
+    max_docs: Optional[int] = opt(None, "held-out documents per domain at most (the first by input order)")
+
+    def validate(self) -> None:
+        if not 0.0 <= self.fraction < 1.0:
+            raise ValueError("fraction must be in [0, 1)")
+        if self.max_docs is not None and self.max_docs < 1:
+            raise ValueError("max_docs must be >= 1")
+
+
+@dataclass
+class ReferenceConfig:
+    input: Any = opt(None, "text a reference model trains on before the arms (a pipeline input:); an arm "
+                           "uses it with train: {rho1: {reference: reference}}")
+    steps: int = opt(100, "its steps (budget.model, budget.train's tokens_per_step, seed 0)")
+    stages: list[Any] = opt(lambda: ["tokenize", "decompose"], "its curation (ends with decompose)")
+
+    def validate(self) -> None:
+        if self.steps < 1:
+            raise ValueError("steps must be >= 1")
 
 
 @dataclass
@@ -88,12 +119,21 @@ class AblationConfig:
     baseline: Optional[str] = opt(None, "default: the first arm")
     budget: BudgetConfig = opt(BudgetConfig, "the training budget of every arm")
     eval: EvalConfig = opt(EvalConfig, "what every model is evaluated on")
+    holdout: HoldoutConfig = opt(HoldoutConfig, "documents of the input that no arm sees, evaluated per domain")
+    reference: ReferenceConfig = opt(ReferenceConfig, "a model trained once on its own text (RHO-1's reference)")
     ray: RayConfig = opt(RayConfig, "for every arm's curation")
     jobs: Optional[int] = opt(None, "units (an arm's curation, a seed's run) at once on Ray; null: 1 (cluster: CPUs)")
 
     def validate(self) -> None:
         if self.input is None:
             raise ValueError("no input given")
+        if not self.eval.text and not self.eval.tasks and not self.holdout.fraction:
+            raise ValueError("eval: give at least one text: or tasks: entry")
+        for name, members in self.eval.groups.items():
+            unknown = [m for m in members if m not in self.eval.text and not m.startswith(HELDOUT)]
+            if not members or unknown:
+                raise ValueError(f"eval.groups.{name}: " + (f"not a text eval: {', '.join(unknown)}" if unknown
+                                                            else "name at least one text eval"))
         if self.jobs is not None and self.jobs < 1:
             raise ValueError("jobs must be >= 1")
         if len(self.arms) < 2:
@@ -112,6 +152,14 @@ class AblationConfig:
     def arm_dir(self, arm: str) -> str:
         return os.path.join(self.output, arm)
 
+    @property
+    def reference_dir(self) -> str:
+        return os.path.join(self.output, "_ablate", "reference")
+
+    @property
+    def holdout_dir(self) -> str:
+        return os.path.join(self.output, "_ablate", "holdout")
+
 
 def load_ablation_config(source: str | dict, overrides: list[str] | None = None) -> AblationConfig:
     raw = copy.deepcopy(source) if isinstance(source, dict) else read_yaml(source, "ablation")
@@ -123,9 +171,10 @@ def load_ablation_config(source: str | dict, overrides: list[str] | None = None)
     return cfg
 
 
-def arm_pipeline(cfg: AblationConfig, name: str) -> PipelineConfig:
-    """The arm's curation as a pipeline on the shared input, writing ``OUT/<arm>/curated``
-    (its shards there too, wherever its YAML put them); no train: section."""
+def arm_pipeline(cfg: AblationConfig, name: str, raw_input: bool = False) -> PipelineConfig:
+    """The arm's curation as a pipeline on the shared input (less the held-out documents,
+    unless ``raw_input``), writing ``OUT/<arm>/curated`` (its shards there too, wherever
+    its YAML put them); no train: section."""
     from datacurate.registry import STAGES
 
     arm, where = cfg.arms[name], f"arms.{name}"
@@ -142,7 +191,13 @@ def arm_pipeline(cfg: AblationConfig, name: str) -> PipelineConfig:
         stage = next(iter(entry), None) if isinstance(entry, dict) else None
         if getattr(STAGES.get(stage), "writes_shards", False):
             raw["stages"][i] = {stage: {k: v for k, v in dict(entry[stage] or {}).items() if k != "output"}}
-    raw.update(input=copy.deepcopy(cfg.input), output={"path": os.path.join(cfg.arm_dir(name), "curated")},
+    arm_input = copy.deepcopy(cfg.input)
+    if cfg.holdout.fraction and not raw_input:  # the rest of the input, written by engine.holdout before any curation
+        arm_input = {**(arm_input if isinstance(arm_input, dict) else {}), "format": "jsonl",
+                     "path": os.path.join(cfg.holdout_dir, "train.jsonl")}
+        for key in ("text_field", "id_field", "domain_field", "rename"):
+            arm_input.pop(key, None)
+    raw.update(input=arm_input, output={"path": os.path.join(cfg.arm_dir(name), "curated")},
                ray=to_dict(cfg.ray))
     try:
         pcfg = load_config(raw)
@@ -170,13 +225,32 @@ def arm_train_config(cfg: AblationConfig, name: str, pcfg: PipelineConfig, seed:
     tps = data.get("tokens_per_step", 8192)
     if not isinstance(tps, int) or tps < 1:
         raise ConfigError(f"arms.{name}: data.tokens_per_step must be a positive integer")
+    if cfg.eval.curve_every:  # every step logged (its time and length), a checkpoint per curve point
+        raw.update(log_every=1, checkpoint_every=cfg.eval.curve_every, keep_checkpoints=0)
     raw.update(model=to_dict(cfg.budget.model), steps=math.ceil(cfg.budget.tokens / tps), seed=seed,
                device=cfg.budget.device, output=os.path.join(cfg.arm_dir(name), f"seed-{seed}"))
+    rho1 = raw.get("rho1") or {}
+    if rho1.get("reference") == "reference":  # the ablation's own reference model
+        if cfg.reference.input is None:
+            raise ConfigError(f"arms.{name}: rho1.reference: reference needs a reference: section (its input:)")
+        rho1["reference"] = os.path.join(cfg.reference_dir, "train", "checkpoints", "latest")
     try:
         tc = pipeline_train_config(raw, pcfg, "train")
     except ConfigError as e:
         raise ConfigError(f"arms.{name}: {e}") from None
     return tc
+
+
+def reference_configs(cfg: AblationConfig):
+    """The reference model's curation and training (``OUT/_ablate/reference/``)."""
+    pcfg = load_config({"input": copy.deepcopy(cfg.reference.input), "stages": copy.deepcopy(cfg.reference.stages),
+                        "output": {"path": os.path.join(cfg.reference_dir, "curated")}, "ray": to_dict(cfg.ray)})
+    raw = copy.deepcopy(cfg.budget.train)
+    raw.setdefault("data", {}).setdefault("eval_fraction", 0.0)
+    raw.pop("rho1", None)
+    raw.update(model=to_dict(cfg.budget.model), steps=cfg.reference.steps, seed=0, device=cfg.budget.device,
+               output=os.path.join(cfg.reference_dir, "train"))
+    return pcfg, pipeline_train_config(raw, pcfg, "train")
 
 
 def config_sha256(cfg: AblationConfig) -> str:

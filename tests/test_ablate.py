@@ -3,6 +3,7 @@ scorer against a hand computation and against transformers on an exported model,
 errors, and (with real curation and training) two identical arms, a kill -9 then
 ``--resume``, and heuristics beating no filter on a half-junk corpus."""
 
+import gzip
 import json
 import math
 import os
@@ -329,3 +330,71 @@ def test_unit_log_shows_phases_and_throttled_steps():
                      "[ablate] x seed 0: training step 1/40  loss 9.0  ETA 0:10",
                      "[ablate] x seed 0: training step 40/40  loss 7.0  ETA 0:00",
                      "[ablate] x seed 0: curation resume: a: skipped 1 of 1"]
+
+
+# ----------------------------------------------------------------------------- curves, shipped ablations
+
+
+def test_curves_loss_at_a_budget_and_tokens_to_a_loss():
+    from datacurate.curves import at, cumulative, first_reach
+
+    xs, ys = [10, 20, 40], [8.0, 7.0, 6.0]
+    assert at(xs, ys, 30) == pytest.approx(6.5) and at(xs, ys, 10) == 8.0 and at(xs, ys, 40) == 6.0
+    assert at(xs, ys, 5) is None and at(xs, ys, 41) is None
+    assert first_reach(xs, ys, 6.5) == pytest.approx(30) and first_reach(xs, ys, 8.5) == 10
+    assert first_reach(xs, ys, 5.9) is None
+    spent = cumulative([{"step": 2, "seq_len": 64, "tokens_per_s": 100.0}, {"step": 1, "seq_len": 128, "tokens_per_s": 50.0}],
+                       lambda t: 1000 + t, 200)
+    assert spent == {1: (200 * 1128, 4.0), 2: (200 * 1128 + 200 * 1064, 6.0)}
+
+
+def test_shipped_rho1_ablation_at_a_toy_budget(tmp_path):
+    """pipelines/ablations/rho1.yaml end to end on a few documents: held-out domains no arm
+    reads, the reference trained first, curves, loss at equal FLOPs, tokens to the
+    baseline's final loss, and the Science table script reading the result."""
+    from datacurate.engine.ablate import run_ablation
+
+    rows = []
+    for name in ("fiction.jsonl.gz", "learned.jsonl", "news.jsonl"):
+        raw = (REPO / "sample_data" / "corpus" / name).read_bytes()
+        rows += [orjson.loads(x) for x in (gzip.decompress(raw) if name.endswith(".gz") else raw).splitlines()[:4]]
+    (tmp_path / "corpus.jsonl").write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
+    (tmp_path / "target.jsonl").write_bytes(b"\n".join(TARGET.read_bytes().splitlines()[:3]) + b"\n")
+    cfg = load_ablation_config(str(REPO / "pipelines" / "ablations" / "rho1.yaml"), [
+        f"input.path={tmp_path / 'corpus.jsonl'}", f"output={tmp_path / 'out'}", "ray.num_cpus=2",
+        f"reference.input.path={tmp_path / 'target.jsonl'}", "reference.steps=2", "budget.tokens=4096",
+        "budget.seeds=2", "eval.curve_every=1", "holdout.fraction=0.5", "holdout.max_docs=1"])
+    s = run_ablation(cfg, log=lambda m: None, report=False)
+    held = {d: n for d, n in s["holdout"]["heldout_docs"].items()}
+    assert held == {"fiction": 1, "learned": 1, "news": 1} and s["holdout"]["train_docs"] == 9
+    train_ids = {orjson.loads(x)["id"] for x in (tmp_path / "out" / "_ablate" / "holdout" / "train.jsonl").read_bytes().splitlines()}
+    assert len(train_ids) == 9 and len(train_ids | {r["id"] for r in rows}) == 12
+    arm = s["arms"]["rho1"]
+    for k in range(2):
+        sc = {n: arm["eval"][n]["seeds"][k] for n in ("heldout/fiction", "heldout/learned", "heldout/news")}
+        assert arm["eval"]["domains_worst"]["seeds"][k] == max(sc.values())
+        assert arm["eval"]["target_like"]["seeds"][k] == pytest.approx((sc["heldout/fiction"] + sc["heldout/learned"]) / 2)
+        assert [p["step"] for p in arm["curves"][k]["points"]] == [1, 2]
+    ends = [c["points"][-1]["flops"] for a in s["arms"].values() for c in a["curves"]]
+    assert s["compute_budget"]["flops"] == min(ends)  # the same model and lengths: equal FLOPs per step
+    reach = s["diffs"]["rho1"]["target_like"]["to_baseline_final"]
+    assert len(reach["tokens"]) == 2 and reach["baseline_tokens"] == [4096, 4096]
+    assert (tmp_path / "out" / "_ablate" / "reference" / "train" / "final.json").exists()
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import science_table
+
+    (tmp_path / "res").mkdir()
+    (tmp_path / "res" / "rho1.ablation.json").write_text(json.dumps(s))
+    table = science_table.table(tmp_path / "res")
+    assert "| RHO-1 | rho1 vs full (2 seeds) | target_like" in table and "tokens to reach full's final loss" in table
+
+
+def test_readme_science_table_is_the_generated_one():
+    """README's Science table is what benchmarks/science_table.py makes of the committed
+    ablation.json files (regenerate with --write after a rerun)."""
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import science_table
+
+    page = (REPO / "README.md").read_text()
+    i, j = page.index(science_table.BEGIN) + len(science_table.BEGIN), page.index(science_table.END)
+    assert page[i:j].strip() == science_table.table().strip()

@@ -32,7 +32,8 @@ import time
 from typing import Callable, Optional
 
 from datacurate import storage
-from datacurate.ablation_config import AblationConfig, arm_pipeline, arm_train_config, config_sha256
+from datacurate.ablation_config import (HELDOUT, AblationConfig, arm_pipeline, arm_train_config, config_sha256,
+                                        reference_configs)
 from datacurate.config import ConfigError, to_dict
 from datacurate.errors import doing
 from datacurate.phases import faults
@@ -81,7 +82,7 @@ class Evaluator:
         from datacurate.train.downstream import read_task, read_texts
 
         self.cfg = cfg.eval
-        self.texts = {name: read_texts(path) for name, path in self.cfg.text.items()}
+        self.texts = {name: read_texts(path) for name, path in {**self.cfg.text, **heldout_texts(cfg)}.items()}
         self.tasks = {name: read_task(path) for name, path in self.cfg.tasks.items()}
         self.fixed = self.cfg.tokenizer != "arm"
         self._encoded: dict[str, tuple] = {}
@@ -103,7 +104,7 @@ class Evaluator:
         return {"mode": "arm", "note": "each arm's own tokenizer: text losses compare only between arms "
                                        "with the same tokenizer"}
 
-    def __call__(self, checkpoint_dir: str, shards: str, device: str) -> dict:
+    def __call__(self, checkpoint_dir: str, shards: str, device: str, names: Optional[list[str]] = None) -> dict:
         from datacurate.train import checkpoint
         from datacurate.train.downstream import score_task, text_loss
 
@@ -121,16 +122,80 @@ class Evaluator:
 
         scores, detail = {}, {}
         for name, docs in self.texts.items():
+            if names is not None and name not in names:
+                continue
             key = (name, info.sha256)
             if key not in self._encoded:
                 self._encoded[key] = [e.ids for e in tok.encode_batch(docs, add_special_tokens=False)]
             res = text_loss(model, self._encoded[key], info.eos_id, self.cfg.seq_len, device)
             scores[name], detail[name] = res["loss"], {"tokens": res["tokens"], "unit": "nats/token"}
         for name, items in self.tasks.items():
+            if names is not None:
+                continue
             res = score_task(model, items, encode, info.eos_id, model.shape.max_seq_len, device)
             scores[name] = res["acc_norm"]
             detail[name] = {"acc": res["acc"], "acc_norm": res["acc_norm"], "n": res["n"], "unit": "acc_norm"}
-        return {"eval": scores, "detail": detail, "step": state["step"], "tokenizer_sha256": info.sha256}
+        return {"eval": scores, "detail": detail, "step": state["step"], "tokenizer_sha256": info.sha256,
+                "flops_per_token": model.flops_per_token}
+
+
+def heldout_texts(cfg: AblationConfig) -> dict[str, str]:
+    """``heldout/<domain>``: path of the held-out documents (after :func:`_split`)."""
+    split = _read_json(os.path.join(cfg.holdout_dir, "holdout.json")) if cfg.holdout.fraction else None
+    return {HELDOUT + d: p for d, p in (split or {}).get("heldout", {}).items()}
+
+
+def _split(cfg: AblationConfig, log) -> None:
+    """The held-out documents out of the arms' input (the same split on every run: a
+    hash of (seed, id)); ``OUT/_ablate/holdout/``."""
+    from datacurate.engine.holdout import split_input
+
+    if not cfg.holdout.fraction:
+        return
+    h = cfg.holdout
+    res = split_input(arm_pipeline(cfg, cfg.baseline, raw_input=True).input, h.fraction, h.seed, h.max_docs,
+                      cfg.holdout_dir)
+    _write_json(os.path.join(cfg.holdout_dir, "holdout.json"), res)
+    log("[ablate] held out of every arm: " + ", ".join(f"{d} {n}" for d, n in res["counts"]["heldout_docs"].items())
+        + f" documents; the arms' input: {res['counts']['train_docs']:,} documents")
+
+
+def _reference(cfg: AblationConfig, resume: bool, log) -> None:
+    """The ablation's reference model (``reference:``), once, before any arm."""
+    from datacurate.engine.runner import run_pipeline
+
+    if cfg.reference.input is None:
+        return
+    pcfg, tc = reference_configs(cfg)
+    if resume and os.path.isfile(os.path.join(tc.output, "final.json")):
+        log("[ablate] resume: the reference model was trained before")
+        return
+    log(f"[ablate] reference: curating -> {pcfg.output.path}, training {tc.steps} steps -> {tc.output}")
+    with doing("the reference model"):
+        run_pipeline(pcfg, resume=resume, log=_unit_log(log, "reference"), progress=False)
+        launch_train(tc, resume=resume, ray_cfg=cfg.ray, log=_unit_log(log, "reference"))
+
+
+def _curve(cfg: AblationConfig, evaluator: "Evaluator", tc, final: dict, shards: str, device: str) -> list[dict]:
+    """The curve evals at every kept checkpoint: per point step, tokens, FLOPs and seconds
+    of training so far (from metrics.jsonl), and the losses; the last point is the final model."""
+    from datacurate.curves import cumulative
+    from datacurate.report.scan import read_jsonl
+    from datacurate.train.checkpoint import steps_in
+
+    names = [m for n in (cfg.eval.curve or evaluator.texts) for m in cfg.eval.groups.get(n, [n])]
+    ckpt_root = os.path.join(tc.output, "checkpoints")
+    steps = read_jsonl(os.path.join(tc.output, "metrics.jsonl"))
+    spent, points = None, []
+    for step in steps_in(ckpt_root):
+        res = evaluator(os.path.join(ckpt_root, f"step-{step}"), shards, device, names=names)
+        spent = spent or cumulative([r for r in steps if "loss" in r], res["flops_per_token"], tc.data.tokens_per_step)
+        flops, secs = spent.get(step, (None, None))
+        groups = {g: sum(res["eval"][m] for m in ms) / len(ms) for g, ms in cfg.eval.groups.items()
+                  if all(m in res["eval"] for m in ms)}
+        points.append({"step": step, "tokens": step * tc.data.tokens_per_step, "flops": flops, "seconds": secs,
+                       "eval": {**res["eval"], **groups}})
+    return points
 
 
 def _curate(cfg: AblationConfig, arm: str, resume: bool, log) -> None:
@@ -188,11 +253,14 @@ def _train(cfg: AblationConfig, arm: str, seed: int, resume: bool, log, evaluato
     log(f"[ablate] {unit}: training {tc.steps} steps x {tc.data.tokens_per_step:,} tokens -> {tc.output}")
     with doing(unit):
         final = launch_train(tc, resume=resume, ray_cfg=cfg.ray, log=_unit_log(log, unit))
-        evaluator = evaluator or Evaluator(cfg)
+        evaluator, device = evaluator or Evaluator(cfg), device or pick_device(cfg.budget.device)
         log(f"[ablate] {unit}: eval on " + ", ".join([*evaluator.texts, *evaluator.tasks]))
         with doing("eval"):
-            res = evaluator(final["checkpoint"], tc.shards, device or pick_device(cfg.budget.device))
+            res = evaluator(final["checkpoint"], tc.shards, device)
+    res.pop("flops_per_token")
     res.update(arm=arm, seed=seed, steps=tc.steps, tokens=final["tokens"])
+    if cfg.eval.curve_every:
+        res["curve"] = _curve(cfg, evaluator, tc, final, tc.shards, device)
     _write_json(os.path.join(tc.output, "eval.json"), res)
     log(f"[ablate] {arm} seed {seed}: " + "  ".join(f"{k} {v:.4f}" for k, v in res["eval"].items()))
     return res
@@ -205,9 +273,12 @@ def run_ablation(cfg: AblationConfig, resume: bool = False, log: Optional[Callab
     from datacurate.engine.ray.cluster import refuse_relative_in_job
 
     refuse_relative_in_job({"output": cfg.output})
-    evaluator = Evaluator(cfg)  # the eval files are read before any work: a bad one fails now
+    Evaluator(cfg)  # the eval files are read before any work: a bad one fails now
     _start(cfg, resume, log)
     os.environ[faults.DRIVER_ENV] = str(os.getpid())  # the tests' fault injection (kill-driver)
+    _split(cfg, log)
+    _reference(cfg, resume, log)
+    evaluator = Evaluator(cfg)  # with the held-out domains
     tc = arm_train_config(cfg, cfg.baseline, arm_pipeline(cfg, cfg.baseline), cfg.seeds[0])
     log(f"[ablate] {len(cfg.arms)} arms x {len(cfg.seeds)} seeds: each arm's curation, then its trainings "
         f"({tc.steps} steps x {tc.data.tokens_per_step:,} tokens), each followed by an eval on "
@@ -284,25 +355,87 @@ def _kept_tokens(shards: str) -> int:
     return sum(int(b["tokens"]) for b in read_manifest(shards)["buckets"].values())
 
 
+def _derived(cfg: AblationConfig, scores: dict) -> dict:
+    """One seed's summaries of its text losses: the mean and the worst held-out domain,
+    the mean of each ``eval.groups`` entry."""
+    out = {}
+    domains = [v for k, v in scores.items() if k.startswith(HELDOUT)]
+    if domains:
+        out["domains_mean"], out["domains_worst"] = sum(domains) / len(domains), max(domains)
+    for name, members in cfg.eval.groups.items():
+        out[name] = sum(scores[m] for m in members) / len(members)
+    return out
+
+
+def _at_budget(runs: dict, names: list[str]) -> dict:
+    """``<eval>@flops`` / ``<eval>@seconds`` of every run: its curve's loss at the compute
+    the cheapest run of the ablation spent (the smallest final FLOPs / seconds of all arms
+    and seeds), so every arm is compared at equal compute as well as at equal tokens."""
+    from datacurate.curves import at
+
+    out: dict = {arm: [{} for _ in rs] for arm, rs in runs.items()}
+    budgets = {}
+    for axis in ("flops", "seconds"):
+        ends = [r["curve"][-1][axis] for rs in runs.values() for r in rs]
+        if not ends or any(e is None for e in ends):
+            continue
+        budgets[axis] = min(ends)
+        for arm, rs in runs.items():
+            for k, r in enumerate(rs):
+                xs = [p[axis] for p in r["curve"]]
+                for name in names:
+                    out[arm][k][f"{name}@{axis}"] = at(xs, [p["eval"][name] for p in r["curve"]], budgets[axis])
+    return {"values": out, "budgets": budgets}
+
+
+def _to_baseline(arm_runs: list[dict], base_runs: list[dict], name: str) -> dict:
+    """Per seed, the training tokens at which the arm's curve first reaches the loss the
+    baseline's run of that seed ended at (None: not within its budget); the baseline's
+    tokens over them is the speed-up (RHO-1 reports 5-10x)."""
+    from datacurate.curves import first_reach
+
+    tokens = [first_reach([p["tokens"] for p in a["curve"]], [p["eval"][name] for p in a["curve"]],
+                          b["curve"][-1]["eval"][name]) for a, b in zip(arm_runs, base_runs)]
+    base = [b["curve"][-1]["tokens"] for b in base_runs]
+    speedup = [bt / t if t else None for t, bt in zip(tokens, base)]
+    reached = [t for t in tokens if t is not None]
+    return {"tokens": tokens, "baseline_tokens": base, "speedup": speedup,
+            "reached": f"{len(reached)} of {len(tokens)} seeds",
+            "mean_tokens": sum(reached) / len(reached) if len(reached) == len(tokens) else None,
+            "speedup_interval": t_interval(speedup) if all(x is not None for x in speedup) else None}
+
+
 def summarize(cfg: AblationConfig, tokenizer: dict) -> dict:
     """``ablation.json`` from the arms' ``eval.json`` files: per arm and eval the mean and
-    Student-t interval over seeds; per arm the paired difference to the baseline."""
-    lower_better = {name: True for name in cfg.eval.text} | {name: False for name in cfg.eval.tasks}
+    Student-t interval over seeds; per arm the paired difference to the baseline. Besides
+    the evals themselves: the held-out domains' mean and worst, ``eval.groups``, and with
+    curves the loss at equal FLOPs and seconds and the tokens to the baseline's final loss."""
+    runs = {arm: [_read_json(os.path.join(cfg.arm_dir(arm), f"seed-{s}", "eval.json")) for s in cfg.seeds]
+            for arm in cfg.arms}
+    scores = {arm: [{**r["eval"], **_derived(cfg, r["eval"])} for r in rs] for arm, rs in runs.items()}
+    curved = sorted(runs[cfg.baseline][0]["curve"][-1]["eval"]) if cfg.eval.curve_every else []
+    budget = _at_budget(runs, curved) if curved else {"values": {}, "budgets": {}}
+    for arm, vals in budget["values"].items():
+        for k, v in enumerate(vals):
+            scores[arm][k].update(v)
+    names = [n for n in scores[cfg.baseline][0] if n not in cfg.eval.tasks] + list(cfg.eval.tasks)
+    lower_better = {n: n not in cfg.eval.tasks for n in names}
     arms: dict = {}
     for arm in cfg.arms:
         pcfg = arm_pipeline(cfg, arm)
-        runs = [_read_json(os.path.join(arm_train_config(cfg, arm, pcfg, s).output, "eval.json")) for s in cfg.seeds]
         tc = arm_train_config(cfg, arm, pcfg, 0)
         kept = _kept_tokens(tc.shards)
         stats = _read_json(os.path.join(pcfg.output.path, "stats.json")) or {}
-        trained = runs[0]["tokens"]
+        trained = runs[arm][0]["tokens"]
         arms[arm] = {
-            "eval": {name: {**t_interval([r["eval"][name] for r in runs]), "seeds": [r["eval"][name] for r in runs]}
-                     for name in lower_better},
+            "eval": {n: {**t_interval(seeds), "seeds": seeds} if None not in (seeds := [sc[n] for sc in scores[arm]])
+                     else {"mean": None, "ci": [None, None], "seeds": seeds} for n in names},
             "kept_tokens": kept, "kept_docs": (stats.get("totals") or {}).get("kept"),
             "train_tokens": trained, "epochs": trained / kept if kept else None,
             "domain_weights": tc.data.domain_weights, "steps": tc.steps,
             "curated": os.path.relpath(pcfg.output.path, cfg.output)}
+        if curved:
+            arms[arm]["curves"] = [{"seed": s, "points": r["curve"]} for s, r in zip(cfg.seeds, runs[arm])]
     base = arms[cfg.baseline]
     diffs = {}
     for arm in cfg.arms:
@@ -311,14 +444,20 @@ def summarize(cfg: AblationConfig, tokenizer: dict) -> dict:
         diffs[arm] = {}
         for name, low in lower_better.items():
             a, b = arms[arm]["eval"][name]["seeds"], base["eval"][name]["seeds"]
+            if None in a or None in b:
+                continue
             d = paired_difference(a, b)
             diffs[arm][name] = {**d, "seeds": [x - y for x, y in zip(a, b)], "distinguishable": excludes_zero(d["ci"]),
                                 "better": (d["mean"] < 0) == low}
+            if name in curved:
+                diffs[arm][name]["to_baseline_final"] = _to_baseline(runs[arm], runs[cfg.baseline], name)
+    holdout = _read_json(os.path.join(cfg.holdout_dir, "holdout.json")) if cfg.holdout.fraction else None
     return {"baseline": cfg.baseline, "seeds": cfg.seeds, "level": 0.95,
             "interval": "Student t over seeds (mean ± t_{0.975,n-1} s/sqrt(n)); diffs paired by seed",
-            "units": {name: ("nats/token" if low else "acc_norm") for name, low in lower_better.items()},
+            "units": {n: ("nats/token" if low else "acc_norm") for n, low in lower_better.items()},
             "lower_is_better": lower_better, "tokenizer": tokenizer,
             "budget": {"tokens": cfg.budget.tokens, "model": to_dict(cfg.budget.model), "seeds": cfg.budget.seeds},
+            "compute_budget": budget["budgets"], "holdout": holdout and holdout["counts"],
             "arms": arms, "diffs": diffs}
 
 
@@ -340,13 +479,21 @@ def format_table(summary: dict) -> str:
             e = a["eval"][name]
             d = summary["diffs"].get(arm, {}).get(name)
             diff = f"{d['mean']:>+14.4f}  {_ci(d):<22}" if d else f"{'(baseline)':>14}  {'':<22}"
-            lines.append(f"  {arm:<22}{e['mean']:>9.4f}  {_ci(e):<20}{diff}{a['kept_tokens']:>12,}"
+            mean = "n/a" if e["mean"] is None else f"{e['mean']:.4f}"
+            lines.append(f"  {arm:<22}{mean:>9}  {_ci(e):<20}{diff}{a['kept_tokens']:>12,}"
                          f"{a['epochs']:>8.2f}")
             if d:
                 verdicts.append(f"  {arm} vs {base} on {name}: {d['mean']:+.4f} "
                                 + (("distinguishable from seed noise (" + ("better" if d["better"] else "worse") + ")")
                                    if d["distinguishable"] else "within seed noise (the interval holds 0)"))
+                reach = d.get("to_baseline_final")
+                if reach:
+                    verdicts.append(f"    reaches {base}'s final {name} loss at " + ", ".join(
+                        "never" if t is None else f"{t:,.0f}" for t in reach["tokens"])
+                        + f" tokens (seeds; {base}: {reach['baseline_tokens'][0]:,})")
     tok = summary["tokenizer"]
+    for axis, b in (summary.get("compute_budget") or {}).items():
+        lines.append(f"<eval>@{axis}: the loss at {b:,.4g} {axis}, what the cheapest run spent (curves interpolated)")
     lines.append(f"text losses with {'one tokenizer for all arms: ' + tok['path'] if tok['mode'] == 'fixed' else 'each arm' + chr(39) + 's own tokenizer'}; "
                  f"{len(summary['seeds'])} seeds, {summary['interval']}")
     return "\n".join(lines + ["differences to the baseline:"] + verdicts)

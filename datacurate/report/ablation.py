@@ -13,6 +13,8 @@ from datacurate.report.scan import read_json, read_jsonl
 
 def _pm(e: dict) -> str:
     lo, hi = e["ci"]
+    if e["mean"] is None:
+        return "n/a"
     return f"{e['mean']:.4f}" if lo is None else f"{e['mean']:.4f} ± {(hi - lo) / 2:.4f}"
 
 
@@ -56,10 +58,33 @@ def ablation_section(out_dir: str, summary: dict) -> str:
         curves[arm] = (xs, [sum(by_step[x]) / len(by_step[x]) for x in xs])
     parts.append(svg.lines("training loss of every arm (mean over seeds; each on its own data)", curves,
                            "training tokens", "loss (nats/token)"))
+    parts += _eval_curves(summary)
     links = "".join(f'<li><a href="{svg.esc(a["curated"])}/report.html">{svg.esc(arm)}</a></li>'
                     for arm, a in summary["arms"].items() if a.get("curated"))
     parts.append(f"<p class=note>Each arm's curation report:</p><ul>{links}</ul>")
     return svg.section("Ablation", *parts)
+
+
+def _eval_curves(summary: dict) -> list[str]:
+    """Held-out loss of the evaluated checkpoints against training tokens, FLOPs and seconds
+    (mean over seeds at each checkpoint), when the ablation kept curves."""
+    arms = {arm: a["curves"] for arm, a in summary["arms"].items() if a.get("curves")}
+    if not arms:
+        return []
+    names = sorted(next(iter(arms.values()))[0]["points"][-1]["eval"])
+    out = []
+    for name in names:
+        for axis, label in (("tokens", "training tokens"), ("flops", "training FLOPs"),
+                            ("seconds", "training seconds (this machine, this load)")):
+            series = {}
+            for arm, runs in arms.items():
+                n = min(len(r["points"]) for r in runs)
+                mean = lambda key: [sum(r["points"][i][key] if key != "eval" else r["points"][i]["eval"][name]  # noqa: E731
+                                        for r in runs) / len(runs) for i in range(n)]
+                series[arm] = (mean(axis), mean("eval"))
+            out.append(svg.lines(f"{name}: held-out loss against {label} (mean over seeds)", series, label,
+                                 "loss (nats/token)"))
+    return out
 
 
 def write_ablation_report(out_dir: str, path: str | None = None) -> str:

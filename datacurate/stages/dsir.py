@@ -70,7 +70,8 @@ class DsirConfig:
     ngrams: int = opt(2, "1: unigrams; 2: unigrams + bigrams (the paper)")
     laplace: float = opt(0.0, "add-alpha smoothing of both distributions; 0: floor of 1e-8 as the reference")
     raw_fit_fraction: float = opt(1.0, "fit the raw distribution on this share of the pool (seeded sample)")
-    method: Literal["gumbel", "topk"] = opt("gumbel", "gumbel: importance resampling; topk: the k largest weights")
+    method: Literal["gumbel", "topk", "random"] = opt("gumbel", "gumbel: importance resampling; topk: the k largest "
+                                                      "weights; random: the same number of units, uniformly (a baseline)")
     seed: int = 0
     min_length: int = opt(0, "word-punct tokens; shorter units are rejected as dsir/too_short")
     chunk_words: Optional[int] = opt(None, "split documents into pieces of this many words and select pieces")
@@ -177,9 +178,10 @@ def featurize(cfg: DsirConfig, units: Units, docs: Optional[np.ndarray] = None) 
 # ----------------------------------------------------------------------------- resample
 def sample_keys(cfg: DsirConfig, logw: np.ndarray, eligible: np.ndarray, ords: np.ndarray,
                 chunk: np.ndarray) -> np.ndarray:
-    """log w + Gumbel noise (or log w alone for ``topk``) of the units at (ords, chunk); -inf where not eligible."""
-    keys = logw.astype(np.float64).copy()
-    if cfg.method == "gumbel":
+    """log w + Gumbel noise (log w alone for ``topk``, the noise alone for ``random``) of the
+    units at (ords, chunk); -inf where not eligible."""
+    keys = np.zeros(len(logw)) if cfg.method == "random" else logw.astype(np.float64).copy()
+    if cfg.method in ("gumbel", "random"):
         keys += gumbel(cfg.seed, ords, chunk)
     keys[~eligible] = -np.inf
     return keys

@@ -172,6 +172,19 @@ def test_topk_method_keeps_the_largest_weights(mixture):
     assert kept.sum() == 40 and w[kept].min() >= w[~kept].max()
 
 
+def test_random_method_selects_as_many_units_blind_to_the_target(mixture):
+    """``method: random`` (the ablation's baseline): the same number of documents as DSIR,
+    the domains about as the pool has them, whatever the target."""
+    table, target = mixture
+    out = Dsir(target={"path": [str(target)]}, num_to_sample=150, method="random", seed=1)(table)
+    kept = np.asarray(pc.is_null(out["reject_reason"]))
+    assert kept.sum() == 150
+    share_pool = np.mean(np.asarray(table["domain"]) == "learned")
+    assert abs(np.mean(np.asarray(table["domain"])[kept] == "learned") - share_pool) < 0.1
+    other = Dsir(target={"domains": ["news"]}, num_to_sample=150, method="random", seed=1)(table)
+    assert np.array_equal(kept, np.asarray(pc.is_null(other["reject_reason"])))  # the target plays no part
+
+
 def test_short_documents_are_rejected_and_counted(tmp_path, mixture):
     _, target = mixture
     texts = ["", "too short here", "a " * 60, None]
