@@ -75,7 +75,7 @@ def head(tmp_path):
         wait_port(ports["dashboard-port"], proc, log_path, timeout=180)
         yield ports["dashboard-port"], env
     finally:
-        for sig, wait in ((signal.SIGTERM, 30), (signal.SIGKILL, 30)):
+        for sig, wait in ((signal.SIGTERM, 5), (signal.SIGKILL, 30)):  # `ray start --block` often outlives SIGTERM
             try:
                 os.killpg(proc.pid, sig)
                 proc.wait(timeout=wait)
