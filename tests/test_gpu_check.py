@@ -3,7 +3,9 @@ at toy sizes (so it is kept working between the sessions that have a GPU), write
 and prints its table."""
 
 import json
+import os
 import subprocess
+import sys
 
 from tests.conftest import REPO
 
@@ -11,7 +13,7 @@ from tests.conftest import REPO
 def test_gpu_check_smoke_runs_every_part(tmp_path):
     out = tmp_path / "check.json"
     p = subprocess.run(["bash", "benchmarks/gpu_check.sh", "--smoke", "--out", str(out)], cwd=REPO,
-                       capture_output=True, text=True, timeout=600)
+                       env={**os.environ, "PYTHON": sys.executable}, capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stderr[-3000:]
     result = json.loads(out.read_text())
     parts = result["parts"]
