@@ -13,7 +13,8 @@ repeats are found exactly by hash, across chunks and runs by the filter. The fil
 can be saved and loaded, so a new crawl is deduplicated against an earlier one.
 
 Keys: the (normalised) ``text``, or with ``key: url`` the document's URL in one form (scheme
-and host lowercased; default port, fragment and user info dropped: :func:`normalise_urls`), so
+and host lowercased; default port, fragment and user info dropped; an invalid port or host:
+no key. :func:`datacurate.text.urls.canonical`, the grammar ``url_filter`` uses too), so
 the captures of one URL across crawls become one document: keep the newest with
 ``priority_column: date`` (ISO 8601 dates, as WARC-Date, compare as times). A row
 without a parseable URL has no key and is never a duplicate.
@@ -44,6 +45,7 @@ from datacurate import storage
 from datacurate.coerce import opt
 from datacurate.schema import ORD, REJECT_REASON, TEXT, WPART
 from datacurate.text import textstats as ts
+from datacurate.text import urls as url_forms
 from datacurate.stages.base import GlobalStage
 
 
@@ -159,29 +161,6 @@ def hash128(texts: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     return hi, lo
 
 
-URL_PARTS = (r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*)://(?:[^/?#@]*@)?(?P<host>\[[^\]/?#]*\]|[^:/?#]*)"
-             r"(?::(?P<port>\d*))?(?P<rest>[^#]*)")
-DEFAULT_PORTS = {"http": "80", "https": "443", "ftp": "21", "ws": "80", "wss": "443"}
-
-
-def normalise_urls(urls: pa.Array) -> pa.Array:
-    """One form per URL: scheme and host lowercased; user info, the scheme's default port and
-    the fragment dropped; an empty path is ``/``; path and query as they are. Null when the
-    value is not ``scheme://host...`` (or has no host)."""
-    parts = pc.extract_regex(pc.utf8_trim_whitespace(urls.cast(pa.string())), URL_PARTS)
-    scheme = pc.utf8_lower(pc.struct_field(parts, "scheme"))
-    host = pc.utf8_rtrim(pc.utf8_lower(pc.struct_field(parts, "host")), ".")
-    port = pc.fill_null(pc.struct_field(parts, "port"), "")
-    default = pc.equal(port, "")
-    for name, p in DEFAULT_PORTS.items():
-        default = pc.or_(default, pc.and_(pc.equal(scheme, name), pc.equal(port, p)))
-    port = pc.if_else(default, "", pc.binary_join_element_wise(":", port, ""))
-    rest = pc.fill_null(pc.struct_field(parts, "rest"), "")
-    rest = pc.if_else(pc.starts_with(rest, "/"), rest, pc.binary_join_element_wise("/", rest, ""))
-    out = pc.binary_join_element_wise(scheme, "://", host, port, rest, "")
-    return pc.if_else(pc.fill_null(pc.equal(host, ""), True), pa.scalar(None, pa.string()), out)
-
-
 def keys(table: pa.Table, cfg: ExactDedupConfig) -> pa.Table:
     """Phase 1 (per batch): one row per document (or non-blank line) to look up."""
     texts = table.column(TEXT).combine_chunks()
@@ -190,7 +169,7 @@ def keys(table: pa.Table, cfg: ExactDedupConfig) -> pa.Table:
     if cfg.key == "url":
         if cfg.url_field not in table.column_names:
             raise KeyError(f"exact_dedup: key: url, but url_field '{cfg.url_field}' is not a column")
-        urls = normalise_urls(table.column(cfg.url_field).combine_chunks())
+        urls = url_forms.canonical(table.column(cfg.url_field))
         doc = np.flatnonzero(np.asarray(pc.is_valid(urls)))  # no URL: no key, never a duplicate
         hi, lo = hash128(urls.take(pa.array(doc, pa.int64())))
         para, nchars = np.zeros(len(doc), np.int32), np.asarray(pc.utf8_length(texts.take(pa.array(doc, pa.int64()))))

@@ -7,8 +7,9 @@ ship the same step. The list layouts (UT1 folders or plain lists), the one norma
 a host (IDNA 2008 with UTS 46 through ``idna``, IDNA 2003 as a fallback), what blocks a
 URL and the reasons are in the README's ``url_filter`` section.
 
-Cost: URLs are parsed for the whole batch by one RE2 regex (Arrow; a second one only for
-the URLs without a scheme); hosts are normalised (Arrow) and looked up (dict probes, one
+URLs are parsed and hosts normalised by :mod:`datacurate.text.urls` (its docstring has
+the rules; URL dedup uses the same module). Cost: one RE2 regex over the batch (Arrow; a
+second one only for the URLs without ``//``); hosts are normalised (Arrow) and looked up (dict probes, one
 per host suffix, about 1 us each) once per distinct host of the batch (a crawl repeats
 its hosts), and URL entries are probed only for hosts that have some. The lists are held
 as a dict from domain to category index in every worker: about 100 bytes per domain,
@@ -18,7 +19,6 @@ only those.
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Optional
@@ -30,15 +30,11 @@ import pyarrow.compute as pc
 from datacurate import fields
 from datacurate.coerce import ConfigError, opt
 from datacurate.stages.base import Stage
+from datacurate.text import urls
 
 BAD_URL = "url_filter/bad_url"
 MISSING = "url_filter/missing"
 UT1_FILES = ("domains", "urls")
-# scheme (optional), user info, host (or [IPv6]), port, the rest (path, query; fragment dropped)
-URL_RE = (r"^(?:[A-Za-z][A-Za-z0-9+.-]*:)?//(?:[^/?#\\]*@)?(?P<host>\[[0-9A-Fa-f:.]+\]|[^:/?#\\@\[\]]+)"
-          r"(?::\d*)?(?P<rest>[/?][^#]*)?(?:#.*)?$")
-BARE_RE = r"^(?P<host>[^:/?#\\@\s]+\.[^:/?#\\@\s]+)(?::\d*)?(?P<rest>[/?][^#]*)?(?:#.*)?$"  # no scheme: example.com/x
-HOST_OK = r"(?:[a-z0-9_](?:[a-z0-9_-]*[a-z0-9_])?\.)*[a-z0-9_](?:[a-z0-9_-]*[a-z0-9_])?|\[[0-9a-f:.]+\]"
 
 
 @dataclass
@@ -59,31 +55,14 @@ class UrlFilterConfig:
 
 
 def normalise_hosts(hosts: pa.Array) -> pa.Array:
-    """The one form of every host (see the README); null where it is not a valid host."""
-    hosts = pc.replace_substring_regex(pc.utf8_rtrim(pc.utf8_lower(hosts), "."), r"^www\.", "")
-    ascii_ = np.asarray(pc.fill_null(pc.string_is_ascii(hosts), True))
-    if not ascii_.all():  # internationalised names: punycode, one by one (few)
-        idx = np.flatnonzero(~ascii_)
-        coded = [_punycode(h) for h in hosts.take(pa.array(idx)).to_pylist()]
-        mask = np.zeros(len(hosts), dtype=bool)
-        mask[idx] = True
-        hosts = pc.replace_with_mask(hosts, pa.array(mask), pa.array(coded, hosts.type))
-    ok = pc.fill_null(pc.match_substring_regex(hosts, f"^(?:{HOST_OK})$"), False)
-    return pc.if_else(ok, hosts, pa.scalar(None, hosts.type))
+    """The one form of a host for the lists (:func:`datacurate.text.urls.normalise_hosts`, ``www.`` dropped)."""
+    return urls.normalise_hosts(hosts, strip_www=True)
 
 
-@functools.lru_cache(maxsize=1 << 16)  # ~30 us a name through idna; a crawl repeats its hosts
-def _punycode(host: str) -> str | None:
-    import idna
-
-    try:
-        return idna.encode(host, uts46=True).decode("ascii")
-    except (idna.IDNAError, UnicodeError):
-        pass
-    try:  # IDNA 2003 accepts some names 2008 refuses (symbols, emoji domains)
-        return host.encode("idna").decode("ascii")
-    except UnicodeError:
-        return None
+def split_urls(values: pa.Array) -> tuple[pa.Array, pa.Array]:
+    """(host as written, path + query) of every URL (:func:`datacurate.text.urls.parse`); a null host where it does not parse."""
+    parts = urls.parse(values)
+    return parts.host, parts.rest
 
 
 def _entries(path: Path) -> list[str]:
@@ -183,22 +162,6 @@ class Blocklist:
                 if c is not None:
                     return c
         return -1
-
-
-def split_urls(urls: pa.Array) -> tuple[pa.Array, pa.Array]:
-    """(host, path + query) of every URL; a null host where it does not parse. URLs
-    without a scheme (``example.com/x``, the few) go through the second pattern alone."""
-    trimmed = pc.utf8_trim_whitespace(urls)
-    parts = pc.extract_regex(trimmed, URL_RE)
-    host, rest = pc.struct_field(parts, "host"), pc.struct_field(parts, "rest")  # struct_field keeps nulls
-    retry = np.flatnonzero(np.asarray(pc.fill_null(pc.and_(pc.is_null(host), pc.is_valid(trimmed)), False)))
-    if len(retry):
-        bare = pc.extract_regex(trimmed.take(pa.array(retry)), BARE_RE)
-        mask = np.zeros(len(urls), dtype=bool)
-        mask[retry] = True
-        host = pc.replace_with_mask(host, pa.array(mask), pc.struct_field(bare, "host"))
-        rest = pc.replace_with_mask(rest, pa.array(mask), pc.struct_field(bare, "rest"))
-    return host, pc.fill_null(rest, "")
 
 
 class UrlFilter(Stage):
