@@ -26,7 +26,8 @@ from datacurate.dicts import merge
 from datacurate.input_config import InputConfig
 from datacurate.readers import jsonl, parquet, warc
 from datacurate.readers.base import SAMPLE_RECORDS, InputError, ReadTask, Tally, check_text_field, count
-from datacurate.schema import REJECT_REASON, REJECT_STAGE, TEXT, is_internal
+from datacurate.schema import (BASE_COLUMNS, DOMAIN, INPUT_STAGE, ORD, REJECT_REASON, REJECT_STAGE, SOURCE, TEXT,
+                               is_internal)
 
 __all__ = ["InputError", "ReadTask", "SAMPLE_RECORDS", "ReadPlan", "plan_reads", "read_task", "read_texts",
            "check_consumed", "expand_inputs", "find_inputs", "detect_format", "write_atomic", "write_parts"]
@@ -202,12 +203,26 @@ def read_task(task: ReadTask | dict, cfg: InputConfig, counters: dict | None = N
     tally = Tally()
     try:
         for table in READERS[task.fmt].read(task, cfg, counters, tally):
+            framed = frame(table, task, tally.rows)
             tally.rows += table.num_rows
-            yield table
+            yield framed
     finally:
         merge(counters, {"files": {task.source: tally.as_dict()}})
         if tally.rows == 0 and task.start == 0:
             count(counters, "empty_files")
+
+
+def frame(table: pa.Table, task: ReadTask, first_row: int) -> pa.Table:
+    """A reader's batch (rows ``first_row``.. of ``task``) in the common schema: the one
+    place that adds ``source`` (after the base columns), ``reject_stage`` (``input`` where
+    the reader gave a reason) and ``_ord`` (read task << 32 | row in the task: input order)."""
+    n, first = table.num_rows, (task.index << 32) + first_row
+    reasons = table.column(REJECT_REASON)
+    at = table.schema.get_field_index(DOMAIN) + 1
+    table = table.add_column(at, SOURCE, pa.array([task.source] * n, BASE_COLUMNS[SOURCE]))
+    stage = pc.if_else(pc.is_valid(reasons), pa.scalar(INPUT_STAGE), pa.scalar(None, pa.string()))
+    table = table.add_column(table.schema.get_field_index(REJECT_REASON), REJECT_STAGE, stage)
+    return table.append_column(ORD, pa.array(range(first, first + n), pa.int64()))
 
 
 def check_consumed(plan: ReadPlan, counters: dict) -> list[str]:

@@ -205,7 +205,7 @@ def test_samples_stop_reading_text_once_every_reason_has_five(tmp_path, monkeypa
                         lambda self, i, columns=None, **kw: reads.append((i, tuple(columns))) or real(self, i, columns,
                                                                                                          **kw))
     got = sample_rejects(str(out), {"s": {"s/a": 250, "s/b": 250}})
-    assert {k: [s[0] for s in v] for k, v in got.items()} == {("s", "s/a"): ["0", "2", "4", "6", "8"],
+    assert {k: [s["id"] for s in v] for k, v in got.items()} == {("s", "s/a"): ["0", "2", "4", "6", "8"],
                                                               ("s", "s/b"): ["1", "3", "5", "7", "9"]}
     assert reads == [(i, c) for i in range(3) for c in (("reject_stage", "reject_reason"), ("id", "text"))]
 

@@ -24,6 +24,7 @@ from datacurate.config import PipelineConfig, StageSpec
 from datacurate.engine.stats import StageStats, add_task, count_reasons, merge, plain
 from datacurate.io import ReadTask, read_task, write_parts
 from datacurate.phases import faults, layout
+from datacurate.report.profile import profile
 from datacurate.schema import (
     BASE_COLUMNS, INPUT_STAGE, INTERNAL_COLUMNS, ORD, REJECT_COLUMNS, REJECT_REASON, REJECT_STAGE, is_internal,
     part_name,
@@ -157,9 +158,25 @@ def _finish(table: pa.Table, stages: Sequence[Stage], seg: Segment, cfg: Pipelin
                               cfg.output.compression)
     else:
         written = _write_split(table, seg, out, name, cfg)
+    final = table if seg.final else table.filter(pc.is_valid(table.column(REJECT_REASON)))
+    merge(stats, {"profile": profile(final, *profiled(cfg))})  # the report's counts, made here (report.profile)
     stats["kept" if seg.final else "passed"] = stats.get("kept" if seg.final else "passed", 0) + written["kept"]
     merge(stats["rejected"], count_reasons(table.column(REJECT_REASON).drop_null()))
     merge(stats, {"write_seconds": time.perf_counter() - t0})
+
+
+def profiled(cfg: PipelineConfig) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """What :func:`datacurate.report.profile.profile` needs of a run: the stages whose rejects
+    hold the input payload as text (the reader's, and up to the first stage that rewrites
+    the text; none when no stage does), and the columns stages count with a heading."""
+    names = [INPUT_STAGE]
+    for s in cfg.stages:
+        names.append(s.name)
+        if s.cls.rewrites_text(s.config):
+            break
+    else:
+        names = []
+    return tuple(names), tuple(c for s in cfg.stages for c, h in s.cls.counted.items() if h)
 
 
 def _write_split(table: pa.Table, seg: Segment, out: str, name: str, cfg: PipelineConfig) -> dict:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from datacurate.dicts import merge
+from datacurate.report.profile import HOST, trim
 from datacurate.stages.base import value_counts
 
 
@@ -85,6 +86,7 @@ def finalize(stats: dict, stage_order: list[str], wall_seconds: float) -> dict:
         "rejected_by_reason": dict(Counter(stats.get("rejected", {})).most_common()),
         "input_files": stats.get("input_files", {}),
         "write_seconds": round(stats.get("write_seconds", 0.0), 3),
+        "profile": {k: trim(v) if k == HOST else v for k, v in stats.get("profile", {}).items()},
     }
 
 

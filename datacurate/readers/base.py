@@ -3,8 +3,11 @@
 A format module has ``SUFFIXES`` (what ``input.format: auto`` recognises), ``plan(path,
 source, size, cfg) -> FilePlan`` (run on the driver: the file's read tasks, and the
 amount of it they must consume together) and ``read(task, cfg, counters, tally)``
-(run anywhere: yields Arrow batches in the common schema, counting what it consumed
-in ``tally``). :func:`datacurate.io.read_task` adds each task's tally to
+(run anywhere: yields Arrow batches of what only the format knows: ``id``, ``text``,
+``domain``, the extra fields and an ``input/...`` ``reject_reason`` (:func:`make_batch`),
+counting what it consumed in ``tally``). :func:`datacurate.io.read_task` is the one place
+that adds the columns every reader would otherwise repeat (``source``, ``reject_stage``,
+``_ord``: :func:`datacurate.io.frame`) and each task's tally to
 ``counters["files"][source]``, and the run checks per file that its tasks consumed the
 whole file and that every record became a row (:func:`datacurate.io.check_consumed`).
 """
@@ -16,11 +19,10 @@ import itertools
 from dataclasses import asdict, dataclass, field
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from datacurate import fields
 from datacurate.input_config import InputConfig
-from datacurate.schema import BASE_COLUMNS, DOMAIN, ID, INPUT_STAGE, ORD, REJECT_REASON, REJECT_STAGE, SOURCE, TEXT
+from datacurate.schema import BASE_COLUMNS, DOMAIN, ID, REJECT_REASON, TEXT
 
 
 class InputError(ValueError):
@@ -121,7 +123,7 @@ class Batcher:
     per other field seen in the batch (first-seen order; :func:`fields.jsonl_column`)."""
 
     def __init__(self, task: ReadTask, rows: int, cfg: InputConfig | None = None):
-        self.task, self.rows, self.row_in_task = task, rows, 0
+        self.task, self.rows = task, rows
         self.keep = task.taken is not None and cfg is not None
         if self.keep:
             self.own, self.rename = {cfg.text_field, cfg.id_field, cfg.domain_field}, cfg.rename
@@ -154,28 +156,22 @@ class Batcher:
         n = len(self.ids)
         if n == 0:
             return None
-        table = make_batch(self.task, self.row_in_task, pa.array(self.ids, BASE_COLUMNS[ID]),
-                           pa.array(self.texts, BASE_COLUMNS[TEXT]), pa.array(self.domains, BASE_COLUMNS[DOMAIN]),
-                           {**self._extras(), **(extras or {})}, pa.array(self.reasons, pa.string()))
-        self.row_in_task += n
+        table = make_batch(pa.array(self.ids, BASE_COLUMNS[ID]), pa.array(self.texts, BASE_COLUMNS[TEXT]),
+                           pa.array(self.domains, BASE_COLUMNS[DOMAIN]), {**self._extras(), **(extras or {})},
+                           pa.array(self.reasons, pa.string()))
         self._reset()
         return table
 
 
-def make_batch(task: ReadTask, first_row: int, ids: pa.Array, texts: pa.Array, domains: pa.Array, extras: dict,
-               reasons: pa.Array) -> pa.Table:
-    """Rows ``first_row``.. of a task in the common schema: the base columns, the extra
-    fields, the reject columns (``input`` where there is a reason) and ``_ord``."""
-    n, first = len(ids), (task.index << 32) + first_row
+def make_batch(ids: pa.Array, texts: pa.Array, domains: pa.Array, extras: dict, reasons: pa.Array) -> pa.Table:
+    """What a reader yields: ``id``, ``text``, ``domain``, the extra fields, and the reject
+    reason (``input/...``, null for a good row); the read seam adds the rest (module docstring)."""
     return pa.table({
         ID: ids.cast(BASE_COLUMNS[ID]),
         TEXT: texts.cast(BASE_COLUMNS[TEXT]),
         DOMAIN: domains.cast(BASE_COLUMNS[DOMAIN]),
-        SOURCE: pa.array([task.source] * n, BASE_COLUMNS[SOURCE]),
         **extras,
-        REJECT_STAGE: pc.if_else(pc.is_valid(reasons), pa.scalar(INPUT_STAGE), pa.scalar(None, pa.string())),
         REJECT_REASON: reasons.cast(pa.string()),
-        ORD: pa.array(range(first, first + n), pa.int64()),
     })
 
 

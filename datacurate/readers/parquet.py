@@ -68,7 +68,7 @@ def read(task: ReadTask, cfg: InputConfig, counters: dict, tally: Tally) -> Iter
     own = (cfg.text_field, cfg.id_field, cfg.domain_field)
     cols = [c for c in own if c in names]
     extras = [c for c in pf.schema_arrow.names if c not in own] if task.taken is not None else []
-    row, in_task = task.first_line, 0
+    row = task.first_line
     null = pa.scalar(None, pa.string())
     for rg in range(task.start, task.end):
         full, offset = None, 0
@@ -102,10 +102,8 @@ def read(task: ReadTask, cfg: InputConfig, counters: dict, tally: Tally) -> Iter
             tally.consumed += n
             tally.records += n
             tally.bytes += batch.nbytes
-            yield make_batch(task, in_task, ids, texts, domains,
-                             _extras(batch, extras, cfg.rename, task.json_fields), reasons)
+            yield make_batch(ids, texts, domains, _extras(batch, extras, cfg.rename, task.json_fields), reasons)
             row += n
-            in_task += n
             offset += n
 
 

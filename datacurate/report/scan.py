@@ -15,6 +15,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from datacurate import storage
+from datacurate.dicts import merge
+from datacurate.report import profile as pf
 from datacurate.schema import DOMAIN, N_TOKENS, REJECT_STAGE, TEXT
 from datacurate.stages.base import value_counts
 
@@ -78,23 +80,24 @@ KEPT, HERE, LATER = "kept", "here", "later"  # a score histogram's series (see :
 
 
 class Scan:
-    """Counts and histograms over every kept and rejected row, one batch at a time.
+    """What the report shows of the rows, from the run's profile and one scan of small columns.
 
+    * ``profile``: stats.json's (:mod:`datacurate.report.profile`: documents, tokens and
+      bytes by stage and by domain, host, HTTP status and the columns stages count with a
+      heading); for a run without one (an earlier version's), made here from the parts
+      batch by batch (their text then is read).
     * ``hist[col]``: the histogram of each score column (``scores``: column -> histogram
       range, None: the data's) in three series: ``kept``, ``here`` (rejected by the stage
       that owns the column, ``owners[col]``) and ``later`` (rejected by another stage: one
       that ran after it, as rows a stage rejects never reach the stages after it).
-    * ``counts[col]``: counts by value of the domain and the ``counted`` columns (before:
-      every row, after: the kept ones).
-    * ``removed[col]`` for the domain and the ``by`` columns: {(reject stage or None for
-      kept, value): [documents, tokens, unknown, unknown bytes]}: the ``n_tokens`` of the
-      rows that have it, and the count and UTF-8 bytes of those that do not (rows rejected
-      before tokenization), which :meth:`tokens` turns into an estimate.
-    * ``tokens``: kept and rejected (by reject stage).
+    * ``counts[col]``: counts by value (before: every row, after: the kept ones) of the
+      domain and the ``counted`` columns (from the profile where it has them).
+    * ``removed[col]``: the profile's {value: {stage: cell}} of the domain and the ``by`` columns.
+    * ``tokens``: kept and rejected (by reject stage); ``rates``: the run's token estimates.
     """
 
     def __init__(self, out_dir: str, scores: dict | None = None, counted=(), bins: int = 40,
-                 owners: dict | None = None, by=()):
+                 owners: dict | None = None, by=(), profile: dict | None = None, raw_stages=()):
         self.kept, self.rejected = _files(out_dir, "kept"), _files(out_dir, "rejected")
         self.edges, self.owners = {}, owners or {}
         for col, bounds in (scores or {}).items():
@@ -102,19 +105,40 @@ class Scan:
             if lo is not None:
                 self.edges[col] = np.linspace(lo, hi if hi > lo else lo + 1.0, bins + 1)
         self.hist = {c: {k: np.zeros(bins, np.int64) for k in (KEPT, HERE, LATER)} for c in self.edges}
-        self.counts = {c: {"before": Counter(), "after": Counter()} for c in (DOMAIN, *counted)}
-        self.removed = {c: defaultdict(lambda: np.zeros(4, np.int64)) for c in (DOMAIN, *by)}
-        self.tokens = {"kept": 0, "rejected": Counter()}  # rejected: by reject_stage
-        self.has_tokens = False
-        self.token_bytes = np.zeros(2, np.int64)  # tokens and UTF-8 bytes of the rows with n_tokens
-        self.columns = list(dict.fromkeys([REJECT_STAGE, N_TOKENS, TEXT, *self.counts, *self.removed, *self.edges]))
+        self.made = profile is None  # no profile in stats.json: made from the parts here
+        self.profile = {} if profile is None else profile
+        from_parts = [c for c in counted if c not in by]  # small columns the profile does not hold
+        self.counts = {c: {"before": Counter(), "after": Counter()} for c in from_parts}
+        self.columns = list(dict.fromkeys([REJECT_STAGE, *from_parts, *self.edges]))
+        self.raw_stages, self.by = tuple(raw_stages), tuple(by)
         for path in self.kept + self.rejected:
             self._file(path, path in self.rejected)
+        if self.made and pf.HOST in self.profile:
+            self.profile[pf.HOST] = pf.trim(self.profile[pf.HOST])
+        self.rates = pf.Rates(self.profile.get("_rates"))
+        self.has_tokens = self.rates.has_tokens
+        self.removed = {c: self.profile[c] for c in (DOMAIN, *by) if self.profile.get(c)}
+        for col in (DOMAIN, *by):
+            got = self.profile.get(col) or {}
+            self.counts[col] = {"before": Counter({v: pf.docs(st) for v, st in got.items()}),
+                                "after": Counter({v: st[pf.KEPT]["docs"] for v, st in got.items() if pf.KEPT in st})}
+        self.tokens = {"kept": 0, "rejected": Counter()}  # rejected: by reject_stage
+        for st, c in _by_stage(self.profile.get(DOMAIN) or {}).items():
+            if st == pf.KEPT:
+                self.tokens["kept"] += c["tokens"]
+            else:
+                self.tokens["rejected"][st] += c["tokens"]
 
     def _file(self, path: str, rejected: bool) -> None:
-        pf = storage.parquet_file(path)
-        cols = [c for c in self.columns if c in pf.schema_arrow.names]
-        for batch in pf.iter_batches(batch_size=65_536, columns=cols):
+        pfile = storage.parquet_file(path)
+        names = pfile.schema_arrow.names
+        cols = [c for c in self.columns if c in names]
+        if self.made:  # what the profile reads
+            cols += [c for c in (TEXT, N_TOKENS, DOMAIN, "url", pf.STATUS, "html_bytes", *self.by)
+                     if c in names and c not in cols]
+        if not cols:
+            return
+        for batch in pfile.iter_batches(batch_size=65_536, columns=cols):
             b = {c: batch.column(i) for i, c in enumerate(cols)}
             stage = b.get(REJECT_STAGE) if rejected else None
             for name, counts in self.counts.items():
@@ -126,14 +150,11 @@ class Scan:
             for col, edges in self.edges.items():
                 if col in b:
                     self._hist(col, edges, b[col], stage)
-            self._removed(b, stage, batch.num_rows)
-            if N_TOKENS in b and b[N_TOKENS].null_count < len(b[N_TOKENS]):
-                self.has_tokens = True
-                if rejected:
-                    for st, n in _sum_by(b[REJECT_STAGE], b[N_TOKENS]).items():
-                        self.tokens["rejected"][st] += n
-                else:
-                    self.tokens["kept"] += pc.sum(b[N_TOKENS]).as_py() or 0
+            if self.made:
+                t = pa.Table.from_batches([batch])
+                if not rejected and REJECT_STAGE in t.column_names:
+                    t = t.drop_columns([REJECT_STAGE])
+                merge(self.profile, pf.profile(t, self.raw_stages, self.by))
 
     def _hist(self, col: str, edges: np.ndarray, values, stage) -> None:
         vals = pc.fill_null(values.cast(pa.float64()), np.nan).to_numpy(zero_copy_only=False)  # nulls: NaN
@@ -146,46 +167,29 @@ class Scan:
         for key, mask in series.items():
             self.hist[col][key] += np.histogram(np.clip(vals[mask], edges[0], edges[-1]), edges)[0]
 
-    def _removed(self, b: dict, stage, n: int) -> None:
-        """Documents, tokens and bytes of tokens unknown, by (reject stage, value) of each ``removed`` column."""
-        if not self.removed:
-            return
-        ntok = b.get(N_TOKENS, pa.nulls(n, pa.int64()))
-        size = pc.fill_null(pc.binary_length(b[TEXT]), 0) if TEXT in b else pa.array(np.zeros(n, np.int64))
-        known = pc.is_valid(ntok)
-        self.token_bytes += [pc.sum(ntok).as_py() or 0, pc.sum(pc.if_else(known, size, 0)).as_py() or 0]
-        cols = {"s": stage if stage is not None else pa.nulls(n, pa.string()), "d": pa.array(np.ones(n, np.int64)),
-                "t": pc.fill_null(ntok, 0), "u": pc.cast(pc.invert(known), pa.int64()), "b": pc.if_else(known, 0, size)}
-        for col, acc in self.removed.items():
-            v = b.get(col, pa.nulls(n, pa.string()))
-            t = pa.table({**cols, "v": v}).group_by(["s", "v"]).aggregate([(k, "sum") for k in "dtub"])
-            for row in t.to_pylist():
-                acc[(row["s"], row["v"])] += [row["d_sum"], row["t_sum"], row["u_sum"], row["b_sum"]]
-
     @property
     def tokens_per_byte(self) -> float:
         """Of the rows with ``n_tokens``: their tokens per UTF-8 byte of text."""
-        return self.token_bytes[0] / self.token_bytes[1] if self.token_bytes[1] else 0.0
-
-    def tokens_of(self, counts) -> tuple[int, bool]:
-        """Tokens of a ``removed`` entry, and whether they are estimated: the rows without
-        ``n_tokens`` count their bytes at :attr:`tokens_per_byte`."""
-        docs, tokens, unknown, size = (int(x) for x in counts)
-        if not unknown:
-            return tokens, False
-        return tokens + round(size * self.tokens_per_byte), True
+        return self.rates.tokens_per_byte
 
 
-def _sum_by(keys, values) -> dict:
-    t = pa.table({"k": keys, "v": values}).group_by("k").aggregate([("v", "sum")])
-    return {k: v or 0 for k, v in zip(t.column("k").to_pylist(), t.column("v_sum").to_pylist())}
+def _by_stage(acc: dict) -> dict:
+    """{stage: cell} summed over the values of a profile column."""
+    out: dict = {}
+    for per_stage in acc.values():
+        merge(out, per_stage)
+    return out
+
+
+SAMPLE_FIELDS = ("url", "content_type", "http_status")  # shown with a sample where the parts have them
 
 
 def sample_rejects(out_dir: str, wanted: dict[str, dict[str, int]] | None = None,
-                   n: int = SAMPLES) -> dict[tuple[str, str], list[tuple[str, str, str]]]:
-    """Up to ``n`` (id, full reason, text prefix) per (stage, rule) from ``rejected/``.
+                   n: int = SAMPLES) -> dict[tuple[str, str], list[dict]]:
+    """Up to ``n`` samples per (stage, rule) from ``rejected/``: {"id", "reason", "text"
+    (its first characters), and "url", "content_type", "http_status" where the input had them}.
 
-    Reads the reason columns of a row group first and its text only when it holds a
+    Reads the reason columns of a row group first and the rest only when it holds a
     sample still wanted; stops once every rule of ``wanted`` ({stage: {rule: count}},
     from stats.json) has its samples.
     """
@@ -196,13 +200,15 @@ def sample_rejects(out_dir: str, wanted: dict[str, dict[str, int]] | None = None
         return bool(need) and all(len(out[k]) >= v for k, v in need.items())
 
     for path in _files(out_dir, "rejected"):
-        pf = storage.parquet_file(path)
-        if not {"reject_stage", "reject_reason", "id", "text"} <= set(pf.schema_arrow.names):
+        pfile = storage.parquet_file(path)
+        names = pfile.schema_arrow.names
+        if not {"reject_stage", "reject_reason", "id", "text"} <= set(names):
             continue
-        for rg in range(pf.metadata.num_row_groups):
+        extra = [c for c in SAMPLE_FIELDS if c in names]
+        for rg in range(pfile.metadata.num_row_groups):
             if done():
                 return dict(out)
-            rs = pf.read_row_group(rg, columns=["reject_stage", "reject_reason"])
+            rs = pfile.read_row_group(rg, columns=["reject_stage", "reject_reason"])
             stages, reasons = rs.column(0).to_pylist(), rs.column(1).to_pylist()
             take, taking = [], Counter()
             for i, (stage, reason) in enumerate(zip(stages, reasons)):
@@ -212,10 +218,12 @@ def sample_rejects(out_dir: str, wanted: dict[str, dict[str, int]] | None = None
                     taking[key] += 1
             if not take:
                 continue
-            rows = pf.read_row_group(rg, columns=["id", "text"]).take([i for i, _ in take])
+            rows = pfile.read_row_group(rg, columns=["id", "text", *extra]).take([i for i, _ in take])
             texts = pc.utf8_slice_codeunits(rows.column("text").fill_null(""), 0, SAMPLE_CHARS + 1).to_pylist()
-            for (i, key), id_, text in zip(take, rows.column("id").to_pylist(), texts):
-                out[key].append((id_, reasons[i], text))
+            more = {c: rows.column(c).to_pylist() for c in extra}
+            for j, ((i, key), id_, text) in enumerate(zip(take, rows.column("id").to_pylist(), texts)):
+                out[key].append({"id": id_, "reason": reasons[i], "text": text,
+                                 **{c: v[j] for c, v in more.items() if v[j] is not None}})
     return dict(out)
 
 

@@ -18,16 +18,16 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import yaml
 
 from datacurate import shards, storage
 from datacurate.coerce import coerce
 from datacurate.registry import STAGES
+from datacurate.report import profile as pf
 from datacurate.report import svg
 from datacurate.report.scan import (HERE, KEPT, LATER, SAMPLE_CHARS, Scan, find_training, read_json, read_jsonl,
                                     sample_rejects, shard_counts)
-from datacurate.schema import DOMAIN
+from datacurate.schema import DOMAIN, INPUT_STAGE
 from datacurate.stages.base import Stage
 
 @dataclass
@@ -61,6 +61,18 @@ def resolved(config: dict | None) -> dict[str, Any]:
     return out
 
 
+def raw_stages(config: dict | None, configs: dict) -> tuple[str, ...]:
+    """For a run whose stats.json has no profile: the stages whose rejects still hold the
+    input payload as text (as :func:`datacurate.engine.process.profiled` finds them)."""
+    names = [INPUT_STAGE]
+    for spec in (config or {}).get("stages") or []:
+        name = next(iter(spec)) if isinstance(spec, dict) and spec else spec
+        names.append(name)
+        if name in STAGES and name in configs and STAGES[name].rewrites_text(configs[name]):
+            return tuple(names)
+    return ()
+
+
 def shard_set(out_dir: str, configs: dict) -> tuple[str | None, dict | None]:
     """The directory and manifest of the shards a stage that writes them left (where the
     run's config put them, else the stage's default place)."""
@@ -78,8 +90,10 @@ def funnel_section(stats: dict, scan: Scan, manifest: dict | None) -> str:
     docs = [(name, [st.get("kept", 0), st.get("rejected_total", 0)]) for name, st in stages.items()]
     ends = [f'in {st.get("in", sum(v)):,}: kept {v[0]:,}, rejected {v[1]:,}'
             for (_, v), st in zip(docs, stages.values())]
+    records = (stats.get("input_files") or {}).get("warc_records") or {}
     parts = [f'<p>read {t.get("read", 0):,} = kept {t.get("kept", 0):,} + rejected {t.get("rejected", 0):,} '
              f'({"ok" if t.get("accounted") else "MISMATCH"}); {t.get("wall_seconds", 0):.1f} s wall</p>',
+             _records(t.get("read", 0), records),
              svg.hbars("documents kept and rejected by each stage", docs, ["kept", "rejected"], stacked=True,
                        colors=[svg.KEPT, svg.REJECTED], ends=ends)]
     order = list(stages)
@@ -97,6 +111,17 @@ def funnel_section(stats: dict, scan: Scan, manifest: dict | None) -> str:
     return svg.section("Funnel", *parts)
 
 
+def _records(documents: int, others: dict) -> str:
+    """The input's records by kind: the documents (the funnel's rows) and the WARC records
+    that are no document (requests, warcinfo, metadata, revisits; counted, never rows)."""
+    if not others:
+        return ""
+    rows = [("documents (response, resource, conversion)", [documents])] + [
+        (f"{kind} (not a document)", [n]) for kind, n in sorted(others.items(), key=lambda kv: -kv[1])]
+    return svg.hbars(f"records read: {documents + sum(others.values()):,} (every WARC record, by type)", rows,
+                     ["records"], colors=["#bab0ac"])
+
+
 def _size(n: int) -> str:
     for unit in ("B", "kB", "MB", "GB"):
         if n < 1000 or unit == "GB":
@@ -105,34 +130,38 @@ def _size(n: int) -> str:
     return ""
 
 
+def _add(into: dict, cell: dict) -> None:
+    for k, v in cell.items():
+        into[k] = into.get(k, 0) + v
+
+
 def _removed_table(scan: Scan, acc: dict, what: str, order: list[str], top: int = 9) -> str:
     """Rows: read, each stage that rejected something (in pipeline order), kept; columns: the
-    ``top`` commonest values of ``what`` by documents read, the rest, all."""
-    read = Counter()
-    for (_, v), c in acc.items():
-        read[v] += int(c[0])
+    ``top`` commonest values of ``what`` by documents read, the rest, all (``acc``: a profile
+    column, {value: {stage: cell}})."""
+    read = Counter({v: pf.docs(per) for v, per in acc.items()})
     values = [v for v, _ in read.most_common(top)]
-    name = {v: "(none)" if v is None else str(v) for v in values}
-    columns = [name[v] for v in values] + (["other"] if len(read) > len(values) else []) + ["all"]
-    stages = sorted({s for s, _ in acc if s is not None}, key=lambda s: (s not in order, order.index(s) if s in order
-                                                                            else 0, s))
-    cells = {row: {c: np.zeros(4, np.int64) for c in columns} for row in ("read", *stages, "kept")}
-    for (st, v), c in acc.items():
-        for row in ("read", "kept" if st is None else st):
-            cells[row][name.get(v, "other")] += c
-            cells[row]["all"] += c
+    columns = values + (["other"] if len(read) > len(values) else []) + ["all"]
+    stages = sorted({s for per in acc.values() for s in per if s != pf.KEPT},
+                    key=lambda s: (s not in order, order.index(s) if s in order else 0, s))
+    cells: dict = {row: {c: {} for c in columns} for row in ("read", *stages, "kept")}
+    for v, per in acc.items():
+        for st, c in per.items():
+            for row in ("read", st):
+                _add(cells[row][v if v in values else "other"], c)
+                _add(cells[row]["all"], c)
 
     def cell(row: str, col: str) -> tuple[str, str, float]:
         c = cells[row][col]
-        if not c[0]:
+        if not c.get("docs"):
             return "", "", 0.0
         if scan.has_tokens:
-            tokens, est = scan.tokens_of(c)
+            tokens, est = scan.rates.tokens(c)
             sub = f"{'≈' if est else ''}{tokens:,}"
         else:
-            sub = _size(int(c[3]))
-        shade = c[0] / cells["read"][col][0] if row not in ("read", "kept") else 0.0
-        return f"{int(c[0]):,}", sub, shade
+            sub = _size(int(c.get("bytes", 0) + c.get("raw", 0)))
+        shade = c["docs"] / cells["read"][col]["docs"] if row not in ("read", "kept") else 0.0
+        return f"{int(c['docs']):,}", sub, shade
 
     unit = "tokens" if scan.has_tokens else "text size"
     rows = [(("rejected by " if row not in ("read", "kept") else "") + row, [cell(row, c) for c in columns])
@@ -149,22 +178,81 @@ def removed_section(scan: Scan, stats: dict) -> str:
     parts = [_removed_table(scan, scan.removed[col], what, order) for col, what in heads if scan.removed.get(col)]
     if not parts:
         return ""
+    payload = (f" (a document whose text was still the page, rejected at or before extraction, counts the "
+               f"{scan.rates.text_per_payload:.3f} bytes of extracted text per page byte of the pages extracted)"
+               if scan.rates.text_per_payload != 1.0 else "")
     how = ("tokens: n_tokens where the document was tokenized; ≈: estimated for documents rejected before "
-           f"tokenization, from their UTF-8 size at the tokenized documents' {scan.tokens_per_byte:.3f} tokens per "
-           "byte" if scan.has_tokens else "text size: UTF-8 bytes of the documents' text")
+           f"tokenization, from the UTF-8 size of their text at the tokenized documents' {scan.tokens_per_byte:.3f} "
+           f"tokens per byte{payload}" if scan.has_tokens else "text size: UTF-8 bytes of the documents' text")
     note = (f"<p class=note>Each cell: documents, and below them {how}. A stage's cell is shaded by the share of "
             "that column's documents read it removed. (none): documents without a value (those rejected "
             "before the stage that sets it).</p>")
     return svg.section("Who removed what (documents and tokens, per stage)", note, *parts)
 
 
-def _sample_html(samples: list[tuple[str, str, str]]) -> str:
+def _sample_html(samples: list[dict]) -> str:
     items = []
-    for id_, reason, text in samples:
+    for smp in samples:
+        text = smp.get("text") or ""
         more = "…" if len(text) > SAMPLE_CHARS else ""
-        items.append(f'<li><span class="id">{svg.esc(id_)}</span> <span class="reason">{svg.esc(reason)}</span>'
-                     f'<div class="doc"><bdi>{svg.esc(text[:SAMPLE_CHARS])}</bdi>{more}</div></li>')
+        where = (f'<span class="url">{svg.esc(smp["url"])}</span> <span class="id">({svg.esc(smp["id"])})</span>'
+                 if smp.get("url") else f'<span class="id">{svg.esc(smp["id"])}</span>')
+        facts = [f"HTTP {smp['http_status']}" if smp.get("http_status") is not None else "",
+                 str(smp.get("content_type") or "")]
+        facts = " · ".join(f for f in facts if f)
+        body = (f'<div class="doc"><bdi>{svg.esc(text[:SAMPLE_CHARS])}</bdi>{more}</div>' if text.strip() else
+                f'<div class="doc empty">(no text: {svg.esc(smp.get("content_type") or "empty payload")})</div>')
+        items.append(f'<li>{where} <span class="reason">{svg.esc(smp["reason"])}</span>'
+                     + (f' <span class="facts">{svg.esc(facts)}</span>' if facts else "") + body + "</li>")
     return f"<ol>{''.join(items)}</ol>"
+
+
+def hosts_section(scan: Scan, top: int = 20) -> str:
+    """The input's hosts (registered domains of the URLs): documents read, kept, rejected (by
+    the stage that rejected most of them), and the bytes read."""
+    acc = scan.profile.get(pf.HOST) or {}
+    if not acc or set(acc) <= {pf.NONE}:
+        return ""
+    ranked = sorted(acc, key=lambda v: (v in (pf.OTHER, pf.NONE), -pf.docs(acc[v]), v))
+    rows = []
+    for host in ranked[:top] + [v for v in ranked[top:] if v in (pf.OTHER, pf.NONE)]:
+        per = acc[host]
+        kept = per.get(pf.KEPT, {}).get("docs", 0)
+        rej = {s: c["docs"] for s, c in per.items() if s != pf.KEPT}
+        size = sum(c.get("bytes", 0) + c.get("raw", 0) for c in per.values())
+        most = max(rej, key=lambda s: (rej[s], s)) if rej else ""
+        rows.append([host, pf.docs(per), kept, sum(rej.values()), f"{most} ({rej[most]:,})" if most else "",
+                     _size(int(size))])
+    more = len([v for v in acc if v not in (pf.OTHER, pf.NONE)]) - top
+    note = (f"<p class=note>Hosts are the registered domains of the documents' URLs (the Public Suffix List: "
+            f"<code>a.b.example.co.uk</code> counts as <code>example.co.uk</code>); {svg.plural(len(acc), 'host')} "
+            f"in all{f', the {more:,} smaller ones not listed' if more > 0 else ''}. {pf.OTHER}: the hosts past the "
+            f"{pf.TOP_HOSTS} largest of a read task; {pf.NONE}: no valid URL. Size: UTF-8 bytes of the text as "
+            "written (the page where it was rejected before extraction).</p>")
+    return svg.section("Hosts (documents read, kept and rejected per site)", note, svg.table(
+        ["host", "read", "kept", "rejected", "rejected most by", "size"], rows).replace("<table>",
+                                                                                        '<table class="hosts">', 1))
+
+
+def status_section(scan: Scan, stats: dict) -> str:
+    """Documents by HTTP status: kept, and rejected by each stage."""
+    acc = scan.profile.get(pf.STATUS) or {}
+    if not acc or set(acc) <= {pf.NONE}:
+        return ""
+    order = list(stats.get("stages", {}))
+    stages = sorted({s for per in acc.values() for s in per if s != pf.KEPT},
+                    key=lambda s: (s not in order, order.index(s) if s in order else 0, s))
+    codes = sorted(acc, key=lambda v: (not v.isdigit(), v))
+    rows = [(f"HTTP {v}" if v.isdigit() else f"{v} (no HTTP)",
+             [acc[v].get(pf.KEPT, {}).get("docs", 0)] + [acc[v].get(s, {}).get("docs", 0) for s in stages])
+            for v in codes]
+    table = svg.table(["status", "read", "kept"] + [f"rejected by {s}" for s in stages],
+                      [[label, sum(vals)] + vals for label, vals in rows]).replace("<table>",
+                                                                                  '<table class="status">', 1)
+    return svg.section("HTTP status (documents by the status of their capture)", svg.hbars(
+        "documents by HTTP status", rows, ["kept"] + [f"rejected by {s}" for s in stages], stacked=True,
+        colors=[svg.KEPT] + [c for c in svg.PALETTE if c != svg.KEPT][:len(stages)] * (1 + len(stages) // 9)),
+        table)
 
 
 def rejects_section(stats: dict, samples: dict) -> str:
@@ -315,12 +403,14 @@ def write_report(out_dir: str, train_dir: str | None = None, path: str | None = 
     scan = Scan(out_dir, {c: s.bounds for cls in STAGES.values() for c, s in cls.scores.items()},
                 [c for cls in STAGES.values() for c in cls.counted],
                 owners={c: cls.name for cls in STAGES.values() for c in cls.scores},
-                by=[c for cls in STAGES.values() for c, h in cls.counted.items() if h])
+                by=[c for cls in STAGES.values() for c, h in cls.counted.items() if h],
+                profile=stats.get("profile"), raw_stages=raw_stages(config, configs))
     shards_dir, manifest = shard_set(out_dir, configs)
     stages = stats.get("stages", {})
     samples = sample_rejects(out_dir, {s: st.get("rejected") or {} for s, st in stages.items()})
     models = find_training(out_dir, config, train_dir)
-    sections = [funnel_section(stats, scan, manifest), removed_section(scan, stats), rejects_section(stats, samples),
+    sections = [funnel_section(stats, scan, manifest), removed_section(scan, stats), hosts_section(scan),
+                status_section(scan, stats), rejects_section(stats, samples),
                 scores_section(scan, configs, stats), mix_section(scan)]
     sections += [cls.report_section(View(stages.get(cls.name) or {}, configs.get(cls.name), scan))
                  for cls in STAGES.values()]

@@ -232,4 +232,4 @@ table{border-collapse:collapse;margin:8px 0}td,th{border:1px solid #ddd;padding:
 .doc{white-space:pre-wrap;unicode-bidi:isolate;font:12px monospace;background:#f6f6f6;padding:4px;margin:2px 0 8px}
 table.matrix td,table.matrix th{padding:2px 6px}table.matrix td{text-align:right;font-variant-numeric:tabular-nums}table.matrix small{display:block;color:#555;font-size:11px}
 table.matrix th{text-align:left;font-weight:600;white-space:nowrap}td.zero{color:#bbb;text-align:center}svg text.yt{fill:#666}
-.id{font-family:monospace;color:#555}.reason{color:#b22}.note{color:#555;font-size:13px}summary{cursor:pointer}"""
+.id{font-family:monospace;color:#555}.url{font-family:monospace;color:#1a5fb4;word-break:break-all}.facts{color:#555;font-size:12px;margin-left:6px}.doc.empty{color:#777;font-style:italic}.reason{color:#b22}.note{color:#555;font-size:13px}summary{cursor:pointer}"""
