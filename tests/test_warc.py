@@ -280,3 +280,15 @@ def test_the_sample_warc_reads_whole():
     for name in ("apt-get", "apt-cache"):  # declared in the header, in a <meta>, nowhere: the same characters
         assert text[f"{name}-nowhere.html"] == text[f"{name}-header.html"] and "\ufffd" not in text[f"{name}-meta.html"]
     assert sorted(t.column("http_status").to_pylist()).count(404) == 1
+
+
+def test_resource_records_are_documents_only_with_a_web_url():
+    """wget's own arguments and log (resource records of metadata://gnu.org/...) are counted, not
+    read as documents; a resource record of a web URL (a page without its HTTP headers) is one."""
+    t, _, counters = read_all(DATA / "example-wget-bad-target-uri.warc.gz")
+    assert t.column("warc_type").to_pylist() == ["response"] and t.column("url").to_pylist() == ["http://example.com/"]
+    assert counters["warc_records"] == {"warcinfo": 1, "request": 1, "metadata": 1, "resource (metadata:)": 2}
+    t, _, counters = read_all(DATA / "example-resource.warc.gz")
+    assert t.column("warc_type").to_pylist() == ["resource"] and t.column("url").to_pylist() == ["http://example.com/"]
+    assert t.column("reject_reason").to_pylist() == [None] and "Example Domain" in t.column("text")[0].as_py()
+    assert counters["warc_records"] == {"warcinfo": 2}

@@ -51,8 +51,12 @@ def add_task(into: dict, task: dict) -> dict:
 
 
 def plain(stats: dict) -> dict:
-    """Task statistics as JSON-able data (stage entries in their stats.json form)."""
-    return {**stats, "stages": {k: v.to_dict() for k, v in stats.get("stages", {}).items()}}
+    """Task statistics as JSON-able data (stage entries in their stats.json form; the
+    profile's hosts trimmed to the task's largest, :func:`datacurate.report.profile.trim`)."""
+    out = {**stats, "stages": {k: v.to_dict() for k, v in stats.get("stages", {}).items()}}
+    if HOST in out.get("profile", {}):
+        out["profile"] = {**out["profile"], HOST: trim(out["profile"][HOST])}
+    return out
 
 
 def count_reasons(reasons) -> dict:

@@ -2,7 +2,8 @@
 ``.wet.gz``, ``.arc[.gz]``), read with FastWARC (ARC, which FastWARC does not read, by a
 small parser here).
 
-Every ``response``, ``resource`` and ``conversion`` (WET) record is one document: ``id`` =
+Every ``response``, ``resource`` and ``conversion`` (WET) record is one document (but a
+resource record of no web URL, such as wget's own log: :func:`is_document`): ``id`` =
 ``WARC-Record-ID``, ``url`` = ``WARC-Target-URI``, ``date`` = ``WARC-Date``,
 ``content_type`` (the HTTP ``Content-Type``, else ``WARC-Identified-Payload-Type``, else
 the record's), ``http_status`` (null for records without HTTP), ``warc_type``,
@@ -15,8 +16,8 @@ pages/s, against 85.6% at ~500 pages/s for charset-normalizer); labels decode as
 browsers decode them (WHATWG: ``iso-8859-1`` is windows-1252, ``shift_jis`` is cp932).
 Bytes that still do not decode follow ``input.invalid_utf8``. An image, a PDF or another
 binary payload is a document with empty text and its ``content_type``. Other records
-(``request``, ``warcinfo``, ``metadata``, ``revisit``) are counted by type in
-``stats.json`` (``input_files.warc_records``).
+(``request``, ``warcinfo``, ``metadata``, ``revisit``, ``resource (metadata:)``) are
+counted by type in ``stats.json`` (``input_files.warc_records``) and the report's funnel.
 
 A ``.gz`` file larger than ``input.chunk_bytes`` is cut into read tasks at gzip member
 boundaries (found near each cut and checked to start a WARC record); a task reads whole
@@ -44,6 +45,7 @@ from datacurate.readers.base import Batcher, Counted, FilePlan, InputError, Read
 
 SUFFIXES = (".warc", ".warc.gz", ".arc", ".arc.gz", ".warc.wet", ".warc.wet.gz", ".wet.gz", ".wet")
 DOCUMENTS = ("response", "resource", "conversion")
+WEB_SCHEMES = ("http:", "https:", "ftp:")  # a resource record of another scheme is not a document (is_document)
 COLUMNS = {"url": pa.string(), "date": pa.string(), "content_type": pa.string(), "http_status": pa.int32(),
            "warc_type": pa.string(), "warc_offset": pa.int64()}
 GZIP_MAGIC = b"\x1f\x8b\x08"
@@ -160,8 +162,8 @@ def _next_header(f, pos: int, end: int) -> int:
 def read(task: ReadTask, cfg: InputConfig, counters: dict, tally: Tally) -> Iterator[pa.Table]:
     batcher, extra = Batcher(task, cfg.batch_rows), {k: [] for k in COLUMNS}
     for rec in records(task, tally):
-        if rec.damage is None and rec.warc_type not in DOCUMENTS:
-            count(counters.setdefault("warc_records", {}), rec.warc_type or "unknown")
+        if rec.damage is None and not is_document(rec):
+            count(counters.setdefault("warc_records", {}), _kind_of(rec))
             continue
         tally.records += 1
         tally.bytes += len(rec.payload)
@@ -173,6 +175,26 @@ def read(task: ReadTask, cfg: InputConfig, counters: dict, tally: Tally) -> Iter
             yield _flush(batcher, extra)
     if batcher.ids:
         yield _flush(batcher, extra)
+
+
+def is_document(rec: Record) -> bool:
+    """A ``response``, ``conversion`` or ``resource`` record, except a resource whose target is
+    no web URL. WARC 1.1 (ISO 28500, 6.6): a resource record holds "a resource, without full
+    protocol response information", such as a page captured without its HTTP headers (warcio's
+    example-resource.warc.gz: http://example.com/), a document; GNU wget writes its own
+    arguments and log as resource records of ``metadata://gnu.org/software/wget/warc/...``,
+    the crawler's files, not the crawl's. A resource without a target URI stays a document
+    (``input/missing_url``): it is accounted, never dropped unseen."""
+    if rec.warc_type not in DOCUMENTS:
+        return False
+    return rec.warc_type != "resource" or not rec.url or rec.url.lower().startswith(WEB_SCHEMES)
+
+
+def _kind_of(rec: Record) -> str:
+    """A non-document record's key in ``warc_records``: its type (a resource: and its URI scheme)."""
+    if rec.warc_type == "resource" and rec.url:
+        return f"resource ({rec.url.split(':', 1)[0].lower()}:)"
+    return rec.warc_type or "unknown"
 
 
 def records(task: ReadTask, tally: Tally | None = None) -> Iterator[Record]:

@@ -16,10 +16,12 @@ tokenized rows (tokens per byte) and the payload and extracted bytes of the rows
 rewriting stage kept (extracted bytes per payload byte), so that the tokens of a document
 rejected before tokenization are estimated from its extracted text, never from its HTML.
 
-A task keeps its :data:`TOP_HOSTS` largest hosts and sums the rest under :data:`OTHER`;
-:func:`trim` does the same to the run's sum (a host large in the run is large in the tasks
-that read it, so the table's top hosts are exact unless a host's pages are spread thinly
-over very many tasks).
+A task's statistics keep its :data:`TOP_HOSTS` largest hosts and sum the rest under
+:data:`OTHER` (:func:`trim`, at the end of the task: what a task keeps depends on its rows
+only, never on batch size, worker count or a resume); the run's sum is trimmed the same
+way. A host large in the run is large in the tasks that read it, so the table's top hosts
+are exact unless a host's pages are spread thinly over very many large tasks; the driver
+holds at most TOP_HOSTS hosts a task.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ KEPT = "kept"
 NONE = "(none)"  # a row without a value (a column set by a stage it never reached)
 OTHER = "(other hosts)"
 HOST, STATUS = "host", "http_status"
-TOP_HOSTS = 200
+TOP_HOSTS = 1000
 FIELDS = ("docs", "tokens", "unknown", "bytes", "raw")
 
 
@@ -80,7 +82,7 @@ def profile(table: pa.Table, raw_stages=(), counted=()) -> dict:
         acc: dict = {}
         for row in t.to_pylist():
             acc.setdefault(row["v"], {})[row["s"]] = {k: row[f"{k}_sum"] for k in FIELDS}
-        out[col] = trim(acc) if col == HOST else acc
+        out[col] = acc
     return out
 
 

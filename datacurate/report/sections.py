@@ -195,7 +195,7 @@ def _sample_html(samples: list[dict]) -> str:
     for smp in samples:
         text = smp.get("text") or ""
         more = "…" if len(text) > SAMPLE_CHARS else ""
-        where = (f'<span class="url">{svg.esc(smp["url"])}</span> <span class="id">({svg.esc(smp["id"])})</span>'
+        where = (f'<span class="url" title="{svg.esc(smp["id"])}">{svg.esc(smp["url"])}</span>'  # the id on hover
                  if smp.get("url") else f'<span class="id">{svg.esc(smp["id"])}</span>')
         facts = [f"HTTP {smp['http_status']}" if smp.get("http_status") is not None else "",
                  str(smp.get("content_type") or "")]
