@@ -473,3 +473,100 @@ def test_run_asks_the_runner_for_the_report(tmp_path, monkeypatch, capsys, flag,
                  *flag]) == 0
     assert calls == [{"report": wanted, "resume": False}]
     assert (f"{out}/report.html" in capsys.readouterr().out.splitlines()[-1]) is wanted
+
+
+# ----------------------------------------------------------------------------- a web run
+
+WEB_SHOT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs", "report_web.png")
+
+
+@pytest.fixture(scope="module")
+def web_run(ray_session, tmp_path_factory) -> str:
+    """The sample WARC (18 documents, 8 other records) through a short web recipe."""
+    from datacurate.config import load_config
+    from datacurate.engine import run_pipeline
+
+    out = tmp_path_factory.mktemp("web") / "out"
+    cfg = load_config({"input": "sample_data/commoncrawl/sample.warc.gz", "output": str(out),
+                       "ray": {"progress": False},
+                       "stages": [{"url_filter": {"blocklist": ["sample_data/blocklist"]}}, "extract",
+                                  {"langid": {"languages": ["en"]}}, "heuristics", {"tokenize": {"tokenizer": None}}]})
+    run_pipeline(cfg)
+    return str(out)
+
+
+def _host(url: str) -> str:
+    """The registered domain, the plain way (the sample's hosts are all under one-label suffixes)."""
+    from urllib.parse import urlsplit
+
+    return ".".join(urlsplit(url).hostname.split(".")[-2:])
+
+
+def test_web_report(web_run, tmp_path, browser):
+    """What a web user reads: URLs (not record ids) in the samples, with status and content
+    type, a not-HTML sample named by its type; the host table and the HTTP-status view as
+    the rows say; every WARC record in the funnel. Saves the screenshot docs/report_web.png."""
+    stats = json.loads(open(os.path.join(web_run, "stats.json")).read())
+    rows = pq.read_table(os.path.join(web_run, "kept")).to_pylist() + pq.read_table(
+        os.path.join(web_run, "rejected")).to_pylist()
+    assert len(rows) == stats["totals"]["read"] == 18 and stats["profile"]["host"]
+
+    browser.load(write_report(web_run, path=str(tmp_path / "report.html")))
+    assert browser.console_errors() == []
+    browser.evaluate("document.querySelectorAll('details').forEach(d => d.open = true)")
+    labels = browser.evaluate("Array.from(document.querySelectorAll('li')).map(l => l.firstElementChild.textContent)")
+    assert labels and all(lb.startswith(("http://", "https://")) for lb in labels), labels
+    assert not [lb for lb in labels if "urn:uuid" in lb]
+    items = browser.evaluate("Array.from(document.querySelectorAll('li')).map(l => l.innerText)")
+    png = next(i for i in items if "file.png" in i)
+    assert "extract/not_html" in png and "HTTP 200 · image/png" in png and "(no text: image/png)" in png
+    missing = next(i for i in items if "extract/http_status" in i)
+    assert "HTTP 404" in missing
+
+    hosts = _table(browser, "hosts")
+    assert hosts[0] == ["host", "read", "kept", "rejected", "rejected most by", "size"]
+    for host, read, kept, rejected, *_ in hosts[1:]:
+        mine = [r for r in rows if _host(r["url"]) == host]
+        assert [int(read), int(kept), int(rejected)] == [
+            len(mine), sum(r.get("reject_stage") is None for r in mine), sum(r.get("reject_stage") is not None for r in mine)]
+    assert {h[0] for h in hosts[1:]} == {_host(r["url"]) for r in rows}
+
+    status = _table(browser, "status")
+    got = {r[0]: [int(x) for x in r[1:3]] for r in status[1:]}
+    want: dict = {}
+    for r in rows:
+        c = want.setdefault(f"HTTP {r['http_status']}", [0, 0])
+        c[0] += 1
+        c[1] += r.get("reject_stage") is None
+    assert got == want and "HTTP 404" in got
+
+    records = _svg_texts(browser, "records read: 26")
+    assert "request (not a document)" in records and "revisit (not a document)" in records
+
+    img = browser.screenshot(1100)
+    from PIL import Image
+
+    top = int(browser.evaluate("document.querySelector('table.hosts').closest('section').getBoundingClientRect().top"
+                               " + window.scrollY"))
+    end = int(browser.evaluate("(() => { const d = Array.from(document.querySelectorAll('details'))"
+                               ".find(d => d.textContent.includes('not_html')); const r = d.getBoundingClientRect();"
+                               " return r.bottom + window.scrollY; })()"))
+    assert end > top + 300
+    Image.fromarray(img[max(top - 10, 0):end + 10].astype(np.uint8)).save(tmp_path / "web.png")
+    if os.environ.get("DATACURATE_SAVE_SCREENSHOT"):  # refresh the README's picture
+        shutil.copy(tmp_path / "web.png", WEB_SHOT)
+
+
+def test_web_report_same_from_the_profile_and_from_the_parts(web_run, tmp_path):
+    """The report of a run reads stats.json's profile (counts made where the rows were
+    processed); a run without one (an earlier version's) is profiled from its Parquet parts:
+    the two pages are the same."""
+    other = tmp_path / "old"
+    shutil.copytree(web_run, other)
+    stats = json.loads((other / "stats.json").read_text())
+    del stats["profile"]
+    (other / "stats.json").write_text(json.dumps(stats))
+    a = open(write_report(web_run, path=str(tmp_path / "a.html")), encoding="utf-8").read()
+    b = open(write_report(str(other), path=str(tmp_path / "b.html")), encoding="utf-8").read()
+    assert "≈" in a and "Hosts (documents read" in a and "HTTP status" in a
+    assert a.replace(web_run, "OUT") == b.replace(str(other), "OUT")

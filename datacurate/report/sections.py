@@ -224,11 +224,13 @@ def hosts_section(scan: Scan, top: int = 20) -> str:
         rows.append([host, pf.docs(per), kept, sum(rej.values()), f"{most} ({rej[most]:,})" if most else "",
                      _size(int(size))])
     more = len([v for v in acc if v not in (pf.OTHER, pf.NONE)]) - top
+    extra = ([f"{pf.OTHER}: the hosts past the {pf.TOP_HOSTS:,} largest of a read task"] if pf.OTHER in acc else []) + (
+        [f"{pf.NONE}: no valid URL"] if pf.NONE in acc else [])
     note = (f"<p class=note>Hosts are the registered domains of the documents' URLs (the Public Suffix List: "
             f"<code>a.b.example.co.uk</code> counts as <code>example.co.uk</code>); {svg.plural(len(acc), 'host')} "
-            f"in all{f', the {more:,} smaller ones not listed' if more > 0 else ''}. {pf.OTHER}: the hosts past the "
-            f"{pf.TOP_HOSTS} largest of a read task; {pf.NONE}: no valid URL. Size: UTF-8 bytes of the text as "
-            "written (the page where it was rejected before extraction).</p>")
+            f"in all{f', the {more:,} smaller ones not listed' if more > 0 else ''}. "
+            + "".join(f"{svg.esc(e)}. " for e in extra)
+            + "Size: UTF-8 bytes of the text as written (the page where it was rejected before extraction).</p>")
     return svg.section("Hosts (documents read, kept and rejected per site)", note, svg.table(
         ["host", "read", "kept", "rejected", "rejected most by", "size"], rows).replace("<table>",
                                                                                         '<table class="hosts">', 1))
