@@ -287,94 +287,132 @@ def _write_report(out: str, log) -> None:
         log(f"[datacurate] warning: report.html not written: {type(e).__name__}: {e}")
 
 
-def _curate(run: Run) -> dict:
-    """Every segment's map tasks and every global stage, into ``run.staging``; the report."""
-    from datacurate.phases.context import StagedOutputs
-    from datacurate.phases.local import LocalContext, input_docs, run_global
-    from datacurate.engine.process import segments_of
-    from datacurate.engine.ray import cluster, segments as ray_segments
-    from datacurate.engine.ray.context import RayContext
+@dataclass
+class Curation:
+    """What :func:`_curate`'s phases share: the run, its configuration pointed at the staging
+    area, the progress tracker, and the tasks and phases done / skipped (for the resume line)."""
 
-    cfg, tasks, journal, staging, show, log = run.cfg, run.tasks, run.journal, run.staging, run.show, run.log
-    resumed = not run.fresh
+    run: Run
+    run_cfg: PipelineConfig  # cfg with output.path = the staging area
+    outputs: object  # phases.context.StagedOutputs: stage outputs staged outside OUT
+    tracker: Progress
+    global_info: dict  # stats key -> {"metrics", "phase_seconds"} of each global stage
+    skipped: int = 0
+    total: int = 0
+
+
+def _curate(run: Run) -> dict:
+    """Every segment's map tasks and every global stage, into ``run.staging``: the start
+    (logs, Ray), then per segment its global phases and its map tasks, then the run's stats."""
+    from datacurate.engine.process import segments_of
+    from datacurate.engine.ray import cluster
+    from datacurate.phases.context import StagedOutputs
+
+    cfg, log = run.cfg, run.log
     t0 = time.perf_counter()
     run_cfg = copy.deepcopy(cfg)
-    run_cfg.output.path = staging
-    final_out = storage.abspath(cfg.output.path)
-    outputs = StagedOutputs(journal, staging, final_out)
-    if show:
-        log(f"[datacurate] {len(tasks)} read tasks over {len({t.path for t in tasks})} files -> {cfg.output.path}")
-    if getattr(tasks, "skipped", None):
-        log(f"[datacurate] not read ({KINDS} only): {_few(tasks.skipped)}")
+    run_cfg.output.path = run.staging
+    outputs = StagedOutputs(run.journal, run.staging, storage.abspath(cfg.output.path))
+    if run.show:
+        log(f"[datacurate] {len(run.tasks)} read tasks over {len({t.path for t in run.tasks})} files -> "
+            f"{cfg.output.path}")
+    if getattr(run.tasks, "skipped", None):
+        log(f"[datacurate] not read ({KINDS} only): {_few(run.tasks.skipped)}")
     os.environ[faults.DRIVER_ENV] = str(os.getpid())  # for the fault injection of tests (kill-driver)
     started = cluster.init_ray(cfg.ray)
-    tracker = Progress(show, log=None if run.default_log else log)
-    global_info: dict = {}
-    skipped, total = 0, 0
+    cur = Curation(run, run_cfg, outputs, Progress(run.show, log=None if run.default_log else log), {})
     segments = segments_of(run_cfg)
     try:
         for seg in segments:
-            later = [stats_key(s.global_before) for s in segments[seg.index + 1:]]
             names = [stats_key(s) for s in seg.maps]
             if seg.global_before is None:
-                items = [(f"t{t.index:06d}", json.dumps(t.to_dict())) for t in tasks]
-                sizes = {f"t{t.index:06d}": t.size for t in tasks}
+                items = [(f"t{t.index:06d}", json.dumps(t.to_dict())) for t in run.tasks]
+                sizes = {f"t{t.index:06d}": t.size for t in run.tasks}
             else:
-                spec = seg.global_before
-                names = [stats_key(spec)] + names
-                info = journal.get(f"g{seg.index}", "done")
-                if info is None:
-                    if show:
-                        log(f"[datacurate] {stats_key(spec)}: global phases")
-                    t1 = time.perf_counter()
-                    index = next(i for i, s in enumerate(run_cfg.stages) if s is spec)  # two equal specs stay apart
-                    files = storage.list_files(layout.parts(staging, seg.index - 1), ".parquet")
-                    small = input_docs(files) < cfg.ray.small_input_docs  # all phases in one task, in-process
-                    ctx = (LocalContext if small else RayContext)(
-                        staging, spec.name, journal, files, final_out, outputs, seg.index, cfg.output.compression,
-                        cfg.stages[:index], to_dict(cfg), **({} if small else {"log": log, "progress": tracker.phase}))
-                    stage = spec.cls(spec.config)
-                    with errors.doing(spec.name):
-                        res = ray_segments.in_one_task(run_global, stage=stage, ctx=ctx) if small else run_global(stage, ctx)
-                    metrics, n_skipped = res["metrics"], res["skipped"]
-                    info = {"metrics": metrics, "phase_seconds": time.perf_counter() - t1}
-                    journal.record(f"g{seg.index}", "done", info)
-                    skipped += n_skipped
-                    total += n_skipped
-                else:
-                    log(f"[datacurate] resume: {stats_key(spec)}: skipped 1 of 1 global stages done before")
-                    skipped += 1
-                    total += 1
-                global_info[stats_key(spec)] = info
-                listed = storage.sizes(layout.parts(staging, seg.index - 1), ".parquet")
-                items = [(posixpath.basename(p), p) for p in listed]
-                sizes = {posixpath.basename(p): n for p, n in listed.items()}
-            tracker.segment(seg.index, len(items), names, later, sum(sizes.values()))
-            done = journal.entries(f"s{seg.index}")
-            todo = [(k, v) for k, v in items if k not in done]
-            for k, _ in items:
-                if k in done:
-                    tracker(done[k], sizes[k], fresh=False)
-            if resumed and len(todo) < len(items):
-                log(f"[datacurate] resume: segment {seg.index}: skipped {len(items) - len(todo)} of {len(items)} "
-                    "map tasks done before")
-            skipped += len(items) - len(todo)
-            total += len(items)
-            with errors.doing(", ".join(names)):
-                ray_segments.run_segment(run_cfg, seg.index, todo, lambda st, key: tracker(st, sizes[key]), journal)
+                names = [stats_key(seg.global_before)] + names
+                items, sizes = _global_phases(cur, seg)
+            later = [stats_key(s.global_before) for s in segments[seg.index + 1:]]
+            _map_tasks(cur, seg, items, sizes, names, later)
         with errors.doing("the parts' common schema"):
+            from datacurate.engine.ray import segments as ray_segments
+
             ray_segments.unify_fields(run_cfg)  # idempotent: a resumed run does it again
     finally:
         if started:
             cluster.shutdown()
-    if resumed:
-        log(f"[datacurate] resume: in all, skipped {skipped} of {total} tasks and phases the interrupted run had done")
-    _drop_temporaries(staging)
-    for name, info in global_info.items():
-        st = tracker.stats.setdefault("stages", {}).setdefault(name, StageStats())
+    return _curation_stats(cur, time.perf_counter() - t0)
+
+
+def _global_phases(cur: Curation, seg) -> tuple[list, dict]:
+    """A segment's global stage (its phases over the previous segment's kept parts, in one
+    in-process task for a small input; skipped when journaled done); the segment's items
+    (the previous segment's parts) and their sizes."""
+    from datacurate.engine.ray import segments as ray_segments
+    from datacurate.engine.ray.context import RayContext
+    from datacurate.phases.local import LocalContext, input_docs, run_global
+
+    run, spec = cur.run, seg.global_before
+    cfg, staging, journal, log = run.cfg, run.staging, run.journal, run.log
+    info = journal.get(f"g{seg.index}", "done")
+    if info is None:
+        if run.show:
+            log(f"[datacurate] {stats_key(spec)}: global phases")
+        t1 = time.perf_counter()
+        index = next(i for i, s in enumerate(cur.run_cfg.stages) if s is spec)  # two equal specs stay apart
+        files = storage.list_files(layout.parts(staging, seg.index - 1), ".parquet")
+        small = input_docs(files) < cfg.ray.small_input_docs  # all phases in one task, in-process
+        ctx = (LocalContext if small else RayContext)(
+            staging, spec.name, journal, files, storage.abspath(cfg.output.path), cur.outputs, seg.index,
+            cfg.output.compression, cfg.stages[:index], to_dict(cfg),
+            **({} if small else {"log": log, "progress": cur.tracker.phase}))
+        stage = spec.cls(spec.config)
+        with errors.doing(spec.name):
+            res = ray_segments.in_one_task(run_global, stage=stage, ctx=ctx) if small else run_global(stage, ctx)
+        info = {"metrics": res["metrics"], "phase_seconds": time.perf_counter() - t1}
+        journal.record(f"g{seg.index}", "done", info)
+        cur.skipped += res["skipped"]
+        cur.total += res["skipped"]
+    else:
+        log(f"[datacurate] resume: {stats_key(spec)}: skipped 1 of 1 global stages done before")
+        cur.skipped += 1
+        cur.total += 1
+    cur.global_info[stats_key(spec)] = info
+    listed = storage.sizes(layout.parts(staging, seg.index - 1), ".parquet")
+    return [(posixpath.basename(p), p) for p in listed], {posixpath.basename(p): n for p, n in listed.items()}
+
+
+def _map_tasks(cur: Curation, seg, items: list, sizes: dict, names: list[str], later: list[str]) -> None:
+    """A segment's map tasks on Ray, but those the journal has done (their stats are counted again)."""
+    from datacurate.engine.ray import segments as ray_segments
+
+    run, tracker = cur.run, cur.tracker
+    tracker.segment(seg.index, len(items), names, later, sum(sizes.values()))
+    done = run.journal.entries(f"s{seg.index}")
+    todo = [(k, v) for k, v in items if k not in done]
+    for k, _ in items:
+        if k in done:
+            tracker(done[k], sizes[k], fresh=False)
+    if not run.fresh and len(todo) < len(items):
+        run.log(f"[datacurate] resume: segment {seg.index}: skipped {len(items) - len(todo)} of {len(items)} "
+                "map tasks done before")
+    cur.skipped += len(items) - len(todo)
+    cur.total += len(items)
+    with errors.doing(", ".join(names)):
+        ray_segments.run_segment(cur.run_cfg, seg.index, todo, lambda st, key: tracker(st, sizes[key]), run.journal)
+
+
+def _curation_stats(cur: Curation, seconds: float) -> dict:
+    """The run's stats (the map tasks' and the global stages'), its inputs checked."""
+    run = cur.run
+    if not run.fresh:
+        run.log(f"[datacurate] resume: in all, skipped {cur.skipped} of {cur.total} tasks and phases the "
+                "interrupted run had done")
+    _drop_temporaries(run.staging)
+    for name, info in cur.global_info.items():
+        st = cur.tracker.stats.setdefault("stages", {}).setdefault(name, StageStats())
         st += StageStats(seconds=info["phase_seconds"], metrics=info["metrics"])
-    rep = finalize(tracker.stats, [INPUT_STAGE] + [stats_key(s) for s in cfg.stages], time.perf_counter() - t0)
-    _check_inputs(tasks, rep, log)
+    rep = finalize(cur.tracker.stats, [INPUT_STAGE] + [stats_key(s) for s in run.cfg.stages], seconds)
+    _check_inputs(run.tasks, rep, run.log)
     return rep
 
 
