@@ -280,3 +280,32 @@ def test_files_not_read_are_listed(write_jsonl, tmp_path):
     assert plan_reads(InputConfig(path=[f"{tmp_path}/data/*"])).skipped == ["README.md", "d.csv", "notes.txt"]
     with pytest.raises(InputError, match="no JSONL, JSON, Parquet or WARC files in"):
         plan_reads(InputConfig(path=[f"{tmp_path}/data/*.csv"]))
+
+
+def test_readers_yield_columns_and_reasons_the_read_seam_adds_the_rest(write_jsonl, write_parquet):
+    """Each reader yields id, text, domain, its extra fields and reject_reason only; io.frame,
+    the one place, adds source, reject_stage (input where there is a reason) and _ord (task <<
+    32 | row in the task, continuous over the reader's batches) in the common column order."""
+    from datacurate.io import READERS
+    from datacurate.readers.base import Tally
+    from datacurate.schema import ORD, SOURCE
+
+    jsonl = write_jsonl("mixed.jsonl", DOCS + ["{not json"] + [{"text": f"doc {i}", "lang": "x"} for i in range(5)])
+    parquet = write_parquet("p.parquet", {"text": ["one", None, "three"], "tag": [1, 2, 3]}, row_group_size=3)
+    for path in (jsonl, parquet, "tests/data/warc/example.warc.gz"):
+        cfg = InputConfig(path=[str(path)], batch_rows=2)
+        for task in plan_reads(cfg):
+            raw = list(READERS[task.fmt].read(task, cfg, {}, Tally()))
+            assert len(raw) >= 2 or task.fmt == "warc"
+            for t in raw:
+                assert t.column_names[:3] == ["id", "text", "domain"] and t.column_names[-1] == REJECT_REASON
+                assert not {SOURCE, ORD, REJECT_STAGE} & set(t.column_names)
+            framed = pa.concat_tables(list(read_task(task, cfg)))
+            names = framed.column_names
+            assert names[:4] == ["id", "text", "domain", SOURCE] and names[-3:] == [REJECT_STAGE, REJECT_REASON, ORD]
+            assert framed.column(ORD).to_pylist() == [(task.index << 32) + i for i in range(framed.num_rows)]
+            assert set(framed.column(SOURCE).to_pylist()) == {task.source}
+            reasons, stages = framed.column(REJECT_REASON).to_pylist(), framed.column(REJECT_STAGE).to_pylist()
+            assert stages == ["input" if r else None for r in reasons]
+            assert framed.drop_columns([SOURCE, REJECT_STAGE, ORD]).equals(pa.concat_tables(raw))
+    assert "input/malformed_json" in read_all(jsonl)[0].column(REJECT_REASON).to_pylist()

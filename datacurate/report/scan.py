@@ -117,7 +117,7 @@ class Scan:
             self.profile[pf.HOST] = pf.trim(self.profile[pf.HOST])
         self.rates = pf.Rates(self.profile.get("_rates"))
         self.has_tokens = self.rates.has_tokens
-        self.removed = {c: self.profile[c] for c in (DOMAIN, *by) if self.profile.get(c)}
+        self.removed = {c: self.profile[c] for c in (DOMAIN, pf.HOST, *by) if self.profile.get(c)}
         for col in (DOMAIN, *by):
             got = self.profile.get(col) or {}
             self.counts[col] = {"before": Counter({v: pf.docs(st) for v, st in got.items()}),

@@ -171,9 +171,11 @@ def _removed_table(scan: Scan, acc: dict, what: str, order: list[str], top: int 
 
 
 def removed_section(scan: Scan, stats: dict) -> str:
-    """Who removed what: per domain, and per value of each column a stage counts with a
-    heading (``Stage.counted``: the language), the documents and tokens each stage rejected."""
-    heads = [(DOMAIN, "domain")] + [(c, h[0]) for cls in STAGES.values() for c, h in cls.counted.items() if h]
+    """Who removed what: per domain, per host (the URLs' registered domains, when the input
+    has URLs), and per value of each column a stage counts with a heading (``Stage.counted``:
+    the language), the documents and tokens each stage rejected."""
+    heads = [(DOMAIN, "domain"), (pf.HOST, "host")] + [(c, h[0]) for cls in STAGES.values()
+                                                         for c, h in cls.counted.items() if h]
     order = list(stats.get("stages", {}))
     parts = [_removed_table(scan, scan.removed[col], what, order) for col, what in heads if scan.removed.get(col)]
     if not parts:
