@@ -22,6 +22,10 @@ only, never on batch size, worker count or a resume); the run's sum is trimmed t
 way. A host large in the run is large in the tasks that read it, so the table's top hosts
 are exact unless a host's pages are spread thinly over very many large tasks; the driver
 holds at most TOP_HOSTS hosts a task.
+
+Cost (one core): ~18 ms of CPU a 10,000-row batch of 49 MB of pages with 2,000 hosts
+(~560k rows/s; the host names go through Python once per distinct host), against the
+~50-700 pages/s a core extracts.
 """
 
 from __future__ import annotations
