@@ -1,10 +1,11 @@
 """WARC, WET and ARC files (``input.format: warc``; by name ``.warc[.gz]``, ``.warc.wet[.gz]``,
 ``.wet.gz``, ``.arc[.gz]``), read with FastWARC (ARC, which FastWARC does not read, by a
-small parser here).
+small parser here: ARC v1 and v2 headers, by the version the file's ``filedesc`` declares).
 
 Every ``response``, ``resource`` and ``conversion`` (WET) record is one document: ``id`` =
-``WARC-Record-ID``, ``url`` = ``WARC-Target-URI``, ``date`` = ``WARC-Date``,
-``content_type`` (the HTTP ``Content-Type``, else ``WARC-Identified-Payload-Type``, else
+``WARC-Record-ID``, ``url`` = ``WARC-Target-URI``, ``date`` = ``WARC-Date`` (ARC: the
+``Archive-date``) in one form, ISO 8601 UTC to the microsecond (``2014-02-16T05:02:21.000000Z``,
+:mod:`datacurate.text.dates`; as written when it is no date), ``content_type`` (the HTTP ``Content-Type``, else ``WARC-Identified-Payload-Type``, else
 the record's), ``http_status`` (null for records without HTTP), ``warc_type``,
 ``warc_offset`` (the record's byte offset in the stored file: its gzip member for a
 ``.gz``), ``source`` (the file). ``text`` is the payload (HTTP transfer and content
@@ -41,6 +42,7 @@ import pyarrow as pa
 from datacurate import storage
 from datacurate.input_config import InputConfig
 from datacurate.readers.base import Batcher, Counted, FilePlan, InputError, ReadTask, Tally, count
+from datacurate.text.dates import iso_utc
 
 SUFFIXES = (".warc", ".warc.gz", ".arc", ".arc.gz", ".warc.wet", ".warc.wet.gz", ".wet.gz", ".wet")
 DOCUMENTS = ("response", "resource", "conversion")
@@ -285,7 +287,7 @@ def _fast_record(r, offset: int) -> Record:
     http = r.http_headers if r.is_http else None
     if len(raw) < r.content_length:  # the file ended inside this record
         return Record(offset, warc_type, h.get("WARC-Record-ID"), _url(h.get("WARC-Target-URI")),
-                      h.get("WARC-Date"), None, None, None, raw, damage="input/truncated_record")
+                      _date(h.get("WARC-Date")), None, None, None, raw, damage="input/truncated_record")
     ctype = charset = None
     if http is not None:
         ctype, charset = _content_type(http.get("Content-Type"))
@@ -294,8 +296,13 @@ def _fast_record(r, offset: int) -> Record:
         ctype = _content_type(h.get("WARC-Identified-Payload-Type"))[0]
     if ctype is None and http is None:
         ctype = _content_type(h.get("Content-Type"))[0]
-    return Record(offset, warc_type, h.get("WARC-Record-ID"), _url(h.get("WARC-Target-URI")), h.get("WARC-Date"),
+    return Record(offset, warc_type, h.get("WARC-Record-ID"), _url(h.get("WARC-Target-URI")), _date(h.get("WARC-Date")),
                   ctype, charset, http.status_code if http is not None else None, raw)
+
+
+def _date(value: str | None) -> str | None:
+    """A WARC-Date (or ARC date) in one form, ISO 8601 UTC to the microsecond; as written when it is no date."""
+    return iso_utc(value) or value
 
 
 def _url(value: str | None) -> str | None:
@@ -384,27 +391,48 @@ def _gzip_members(f) -> Iterator[tuple[int, bytes]]:
 
 
 def _arc_records(task: ReadTask, tally: Tally) -> Iterator[Record]:
-    """ARC v1/v2: a header line ``URL IP date content-type [...] length``, ``length``
-    bytes (HTTP response and body), a newline. A ``.gz`` ARC is one member per record."""
+    """ARC v1/v2 (the Internet Archive's ARC file format): a header line per record,
+    ``length`` bytes (HTTP response and body), a newline. The ``filedesc://`` record's
+    body names the version and the header's fields: v1 ``URL IP-address Archive-date
+    Content-type Archive-length``, v2 ``URL IP-address Archive-date Content-type
+    Result-code Checksum Location Offset Filename Archive-length``. A ``.gz`` ARC is one
+    member per record."""
+    fields = list(_ARC_FIELDS[1])  # v1 until the file's version block says otherwise
     with storage.open_stream(task.path) as raw:
         f = Counted(raw)
         if task.path.lower().endswith(".gz"):
             try:
                 for offset, data in _gzip_members(f):
-                    yield from _arc_parse(data, offset, task.source, per_member=True)
+                    yield from _arc_parse(data, offset, fields, per_member=True)
             except (EOFError, zlib.error) as e:
                 yield _damage(f.n, ValueError("gzip member cut short or corrupt"),
                               "input/truncated_record" if isinstance(e, EOFError) else "input/corrupt_record")
         else:
-            yield from _arc_parse(f.read(), 0, task.source, per_member=False)
+            yield from _arc_parse(f.read(), 0, fields, per_member=False)
         tally.consumed = f.n
 
 
 _ARC_HEADER = re.compile(rb"^[A-Za-z][A-Za-z0-9+.\-]*://\S*[^\n]* -?\w+\r?$", re.M)
+# the header fields of each ARC version (a file's own URL-record definition line wins)
+_ARC_FIELDS = {1: ("URL", "IP-address", "Archive-date", "Content-type", "Archive-length"),
+               2: ("URL", "IP-address", "Archive-date", "Content-type", "Result-code", "Checksum", "Location",
+                   "Offset", "Filename", "Archive-length")}
 
 
-def _arc_parse(data: bytes, base: int, source: str, per_member: bool) -> Iterator[Record]:
-    """The records of ARC bytes; a header with no valid length is damage (a reject, or a
+def _arc_version(body: bytes) -> tuple[str, ...]:
+    """The header fields a ``filedesc`` body declares: its URL-record definition line
+    (second line), else its version number's (first line), else v1's."""
+    lines = body.split(b"\n")
+    names = tuple(lines[1].decode("ascii", "replace").split()) if len(lines) > 1 else ()
+    if names[:1] == ("URL",) and names[-1:] == ("Archive-length",) and "Archive-date" in names:
+        return names
+    version = lines[0].split(b" ")[0] if lines else b""
+    return _ARC_FIELDS.get(int(version) if version.isdigit() else 1, _ARC_FIELDS[1])
+
+
+def _arc_parse(data: bytes, base: int, fields: list, per_member: bool) -> Iterator[Record]:
+    """The records of ARC bytes (``fields``: the header's field names, updated by a
+    ``filedesc`` record); a header with no valid length is damage (a reject, or a
     ``filedesc`` counted as warcinfo), and parsing resumes at the next header line."""
     pos, n = 0, len(data)
     while pos < n:
@@ -415,13 +443,14 @@ def _arc_parse(data: bytes, base: int, source: str, per_member: bool) -> Iterato
             pos = eol + 1
             continue
         offset = base if per_member else base + pos
-        fields = line.split(b" ")
-        url = b" ".join(fields[:-4]).decode("utf-8", "replace")
-        length = int(fields[-1]) if len(fields) >= 5 and fields[-1].isdigit() else None
+        values = line.split(b" ")
+        filedesc = line.startswith(b"filedesc://")
+        width = len(values) if filedesc else len(fields)  # the filedesc line is written in its own version
+        length = int(values[-1]) if len(values) >= width and values[-1].isdigit() else None
         if length is None:  # resume at the next line that looks like a header
             m = _ARC_HEADER.search(data, eol + 1)
             pos = m.start() if m else n
-            if url.startswith("filedesc://"):
+            if filedesc:
                 yield Record(offset, "warcinfo", None, None, None, None, None, None, b"")
             else:
                 yield _damage(offset, ValueError(f"ARC header without a valid length: {line[:200]!r}"),
@@ -429,11 +458,15 @@ def _arc_parse(data: bytes, base: int, source: str, per_member: bool) -> Iterato
             continue
         body = data[eol + 1:eol + 1 + length]
         pos = eol + 1 + length
-        if url.startswith("filedesc://"):
+        if filedesc:
+            fields[:] = _arc_version(body)
             yield Record(offset, "warcinfo", None, None, None, None, None, None, b"")
             continue
-        date = fields[-3].decode("ascii", "replace")
-        ctype = _content_type(fields[-2].decode("ascii", "replace"))[0]
+        # the URL may hold spaces: the other fields are the last width - 1 values
+        head = dict(zip(fields[1:], values[len(values) - width + 1:]))
+        url = b" ".join(values[:len(values) - width + 1]).decode("utf-8", "replace")
+        date = _date(head["Archive-date"].decode("ascii", "replace"))
+        ctype = _content_type(head["Content-type"].decode("ascii", "replace"))[0]
         status, charset, payload, headers = None, None, body, {}
         if body.startswith(b"HTTP/"):
             status, headers, payload = _http(body)
