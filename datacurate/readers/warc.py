@@ -21,10 +21,12 @@ binary payload is a document with empty text and its ``content_type``. Other rec
 
 A ``.gz`` file larger than ``input.chunk_bytes`` is cut into read tasks at gzip member
 boundaries (found near each cut and checked to start a WARC record); a task reads whole
-records only, so memory is one record, flat in file size. Damage never ends a file:
-a truncated record, a corrupt gzip member, a malformed header become one
-``input/truncated_record`` / ``input/corrupt_record`` reject each, reading resumes at the
-next member (or record header), and the records before and after survive. A record
+records only, so memory is one record, flat in file size. Damage never ends a file and
+is counted per record: every record whose bytes are damaged (cut short, a corrupt gzip
+member, a malformed header) is one ``input/truncated_record`` / ``input/corrupt_record``
+reject, never zero and never one invented; reading resumes at the next member (or record
+header), and the records before and after survive (:func:`_warc_records`;
+tests/test_warc_damage.py checks it against warcio at many cut and corrupt offsets). A record
 without a target URI is ``input/missing_url``; a payload over ``max_doc_chars``
 ``input/doc_too_large``. A file that is not a WARC or ARC at all is one line before any work.
 """
@@ -32,6 +34,7 @@ without a target URI is ``input/missing_url``; a payload over ``max_doc_chars``
 from __future__ import annotations
 
 import codecs
+import io
 import os
 import re
 import zlib
@@ -73,22 +76,30 @@ def _head(path: str, n: int = 4096) -> tuple[bytes, bool]:
     """The first ``n`` bytes of a file's content (decompressed), and whether it is gzip."""
     with storage.open_input(path) as f:
         raw = f.read(n * 4)
-    if raw.startswith(GZIP_MAGIC):
+    if raw.startswith(GZIP_MAGIC) or (raw and GZIP_MAGIC.startswith(raw)):
         d = zlib.decompressobj(31)
         try:
             return d.decompress(raw, n), True
         except zlib.error:
-            return b"", True
+            return b"\0", True
     return raw[:n], False
 
 
-def _kind(head: bytes) -> str | None:
+def _kind(head: bytes, gz: bool = False) -> str | None:
     head = head.lstrip()
-    if head.startswith(b"WARC/"):
+    if head.startswith(b"WARC/") or (b"WARC/".startswith(head) and (head or gz)):  # cut in its first bytes too
         return "warc"
     if head.startswith(b"filedesc://"):
         return "arc"
     return None
+
+
+def _damaged_start(path: str, size: int, most: int = 1 << 20) -> str | None:
+    """"warc" when a record starts within the first ``most`` bytes (a gzip member that
+    decompresses to ``WARC/``, or a ``WARC/1.x`` line): a WARC whose first record is damaged."""
+    with storage.open_input(path) as f:
+        limit = min(size, most)
+        return "warc" if min(_next_member(f, 1, limit), _next_header(f, 1, limit)) < limit else None
 
 
 def sample(path: str, source: str, size: int, cfg: InputConfig, fmt: str = "warc"):
@@ -99,7 +110,7 @@ def plan(path: str, source: str, size: int, cfg: InputConfig, fmt: str = "warc")
     if size == 0:
         return FilePlan([ReadTask(path, source, "warc", end=0)], 0)
     head, gz = _head(path)
-    kind = _kind(head)
+    kind = _kind(head, gz) or _damaged_start(path, size)
     if kind is None:
         shown = head[:40].decode("utf-8", "replace").split("\n")[0]
         raise InputError(f"not a WARC or ARC file: {path} (it starts with {shown!r})")
@@ -204,69 +215,192 @@ def _row(rec: Record, cfg: InputConfig) -> tuple[str, str | None]:
 
 def _warc_records(task: ReadTask, tally: Tally) -> Iterator[Record]:
     """The records of a byte range (whole records from ``start`` on, none past ``end``).
-    Damage is one ``Record`` with ``damage`` set, at the damaged record's offset (where
-    known, else just after the last good one); reading goes on at the next gzip member or
-    record header, and the damage is ``input/truncated_record`` when nothing follows it."""
-    from fastwarc.warc import ArchiveIterator, WarcRecordType
 
+    Damage is counted per record: each record whose stored bytes are damaged is one
+    ``Record`` with ``damage`` set, at its offset, and no record is invented. In a
+    ``.gz`` every gzip member is decompressed and checked (CRC and length) before its
+    records are read: a member that fails is one reject (a member holding several records:
+    those whole before the damage, then one reject), reading goes on at the next member
+    that starts a record, and a member between the two whose gzip header itself is
+    smashed is found by its deflate stream and is one reject more. An uncompressed WARC
+    is walked header by header (``Content-Length``): a record cut short, a header that
+    does not parse, bytes that are no record are one reject each, reading going on at the
+    next ``WARC/`` line. ``input/truncated_record`` when the file ends inside the record,
+    else ``input/corrupt_record``."""
     if task.end <= task.start:
         return
     f = storage.open_input(task.path)
-    gz = f.read(3) == GZIP_MAGIC
-    pos, pending = task.start, None  # pending: (offset, error) of damage not yet reported
     try:
-        while pos < task.end:
-            f.seek(pos)
-            window, cur, done = Counted(f, task.end - pos), None, None
-            try:
-                for r in ArchiveIterator(window, record_types=WarcRecordType.any_type, parse_http=True,
-                                         auto_decode="none", fsspec_args=False):
-                    cur = pos + r.stream_pos
-                    tally.consumed = cur - task.start  # the records before this one are whole
-                    rec = _fast_record(r, cur)
-                    if pending is not None:
-                        yield _damage(*pending, "input/corrupt_record")
-                        pending = None
-                    yield rec
-                    done = cur
-                if gz and pending is None and not _members_whole(f, done if done is not None else pos, task.end):
-                    at = _next_member(f, done + 1, task.end, check=False) if done is not None else pos
-                    pending = (min(at, task.end - 1), EOFError("the last gzip member is cut short"))
-                pos = task.end
-            except OSError as e:
-                after = (cur if cur is not None else pos) + 1
-                nxt = (_next_member if gz else _next_header)(f, after, task.end)
-                if pending is None:  # at the record that failed, else the next member or header after the last good one
-                    at = cur if cur is not None and cur != done else (
-                        _next_member(f, after, task.end, check=False) if gz else nxt)
-                    pending = (min(at, task.end - 1) if at >= task.end else at, e)
-                pos = nxt
-        if pending is not None:
-            yield _damage(*pending, "input/truncated_record" if task.end == _size(task.path) else
-                          "input/corrupt_record")
+        gz = f.read(3) == GZIP_MAGIC or task.path.lower().endswith(".gz")
+        at_eof = task.end == _size(task.path)
+        yield from (_gz_records if gz else _plain_records)(f, task, tally, at_eof)
         tally.consumed = task.end - task.start
     finally:
         f.close()
 
 
-def _members_whole(f, start: int, end: int, most: int = 64 << 20) -> bool:
-    """Whether the gzip members from ``start`` (the last record's) to ``end`` are complete:
-    FastWARC ends quietly at a member cut short. Past ``most`` bytes it is not checked."""
-    if end - start > most:
-        return True
+MEMBER_IN_MEMORY = 64 << 20  # a gzip member up to this size (decompressed) is read from memory, a larger one streamed
+
+
+def _gz_records(f, task: ReadTask, tally: Tally, at_eof: bool) -> Iterator[Record]:
+    pos = task.start
+    while pos < task.end:
+        tally.consumed = pos - task.start  # the records before this member are whole
+        data, nxt = _inflate(f, pos, task.end)
+        if nxt is not None:  # a whole member
+            n = 0
+            for n, rec in enumerate(_member_records(f, pos, nxt, data), 1):
+                yield rec
+            if n == 0 and (data is None or data.strip()):
+                yield _damage(pos, ValueError("a gzip member that holds no WARC record"), "input/corrupt_record")
+            pos = nxt
+            continue
+        nxt = _next_member(f, pos + 1, task.end)
+        reason = "input/truncated_record" if at_eof and nxt >= task.end else "input/corrupt_record"
+        held = None  # the records read before the damage are whole, but for the last one
+        for rec in _member_records(f, pos, nxt, data):
+            if held is not None:
+                yield held
+            held = rec
+        yield held._replace(damage=reason) if held is not None else _damage(
+            pos, ValueError("a gzip member cut short or corrupt"), reason)
+        for lost in _lost_members(f, pos, nxt):
+            yield _damage(lost, ValueError("a gzip member with a damaged header"), "input/corrupt_record")
+        pos = nxt
+
+
+def _inflate(f, pos: int, end: int) -> tuple[bytes | None, int | None]:
+    """Decompress the gzip member at ``pos``: (its bytes, None when larger than
+    ``MEMBER_IN_MEMORY``, or what decompressed before the damage; the offset where it
+    ends, None when it is damaged: not gzip, corrupt, its CRC or length wrong, or cut)."""
+    f.seek(pos)
+    d, out, size, n, step = zlib.decompressobj(31), [], 0, 0, 1 << 14
+    while n < end - pos:
+        chunk = f.read(min(step, end - pos - n))
+        if not chunk:
+            break
+        n, step = n + len(chunk), min(step * 4, 1 << 22)
+        while chunk:
+            try:
+                piece = d.decompress(chunk, 1 << 22)
+            except zlib.error:
+                return (b"".join(out) if out is not None else None), None
+            size += len(piece)
+            if out is not None:
+                out.append(piece)
+                if size > MEMBER_IN_MEMORY:
+                    out = None
+            if d.eof:
+                return (b"".join(out) if out is not None else None), pos + n - len(d.unused_data)
+            chunk = d.unconsumed_tail
+    return (b"".join(out) if out is not None else None), None
+
+
+def _member_records(f, pos: int, end: int, data: bytes | None) -> Iterator[Record]:
+    """The records of the gzip member at ``pos``: parsed from its decompressed ``data``, or
+    (too large to hold) streamed from the file up to ``end``. Each has the member's offset."""
+    if data is not None:
+        return _parse(io.BytesIO(data), lambda r: pos)
+    f.seek(pos)
+    return _parse(Counted(f, end - pos), lambda r: pos)
+
+
+def _parse(stream, offset_of) -> Iterator[Record]:
+    """FastWARC's records of a stream; one that does not parse ends it, as damage."""
+    from fastwarc.warc import ArchiveIterator, WarcRecordType
+
+    at = None
+    try:
+        for r in ArchiveIterator(stream, record_types=WarcRecordType.any_type, parse_http=True, auto_decode="none",
+                                 fsspec_args=False):
+            at = offset_of(r)
+            yield _fast_record(r, at)
+    except OSError as e:
+        yield _damage(at if at is not None else offset_of(None), e, "input/corrupt_record")
+
+
+def _lost_members(f, start: int, end: int, most: int = 1 << 20) -> list[int]:
+    """Members between a damaged one (at ``start``) and the next whole one (``end``) whose
+    gzip header is smashed: found where a raw deflate stream decodes to ``WARC/`` (their
+    offset: 10 bytes, a plain gzip header, before it). Past ``most`` bytes not searched. A
+    member whose header and first compressed bytes are both destroyed after a damaged one
+    cannot be found: the two are one reject."""
     f.seek(start)
-    data = f.read(end - start)
-    while data:
-        d = zlib.decompressobj(31)
+    buf = f.read(min(end - start, most))
+    own = _gzip_header_len(buf)  # where the damaged member's own deflate stream starts (None: its header is smashed)
+    found = []
+    for i in range((own or 10) + (own is not None), len(buf) - 8):
         try:
-            while d.decompress(data, 1 << 20) and d.unconsumed_tail:
-                data = d.unconsumed_tail
+            if zlib.decompressobj(-15).decompress(buf[i:i + 1024], 5) != b"WARC/":
+                continue
         except zlib.error:
-            return False
-        if not d.eof:
-            return False
-        data = d.unused_data
-    return True
+            continue
+        if own is None and i < 1024:  # the damaged member's own stream, after a header of unknown length
+            own = i
+            continue
+        found.append(start + max(_header_start(buf, i), 1))
+    return found
+
+
+def _header_start(buf: bytes, i: int) -> int:
+    """Where the gzip header of the deflate stream at ``i`` starts, its magic smashed: the
+    nearest start whose flags give a header of that length (else a plain 10-byte one)."""
+    for j in range(i - 10, max(i - 1024, -1), -1):
+        if _gzip_header_len(GZIP_MAGIC + buf[j + 3:i]) == i - j:
+            return j
+    return i - 10
+
+
+def _gzip_header_len(buf: bytes) -> int | None:
+    """The length of the gzip header at the start of ``buf`` (RFC 1952; None when it is no gzip header)."""
+    if not buf.startswith(GZIP_MAGIC) or len(buf) < 10 or buf[3] & 0xE0:
+        return None
+    flags, i = buf[3], 10
+    if flags & 4:  # FEXTRA
+        i += 2 + int.from_bytes(buf[10:12], "little")
+    for bit in (8, 16):  # FNAME, FCOMMENT: zero-terminated
+        if flags & bit:
+            i = buf.find(b"\0", i) + 1
+            if i == 0:
+                return None
+    return i + 2 * bool(flags & 2)  # FHCRC
+
+
+def _plain_records(f, task: ReadTask, tally: Tally, at_eof: bool) -> Iterator[Record]:
+    pos = task.start
+    while pos < task.end:
+        tally.consumed = pos - task.start
+        f.seek(pos)
+        head = f.read(min(1 << 16, task.end - pos))
+        blank = len(head) - len(head.lstrip(b"\r\n"))
+        if blank:  # the blank lines that end a record, or a file
+            pos += blank
+            continue
+        rec_end, error = _plain_extent(head, pos)
+        if rec_end is not None and rec_end <= task.end:
+            f.seek(pos)
+            yield from _parse(Counted(f, min(rec_end + 4, task.end) - pos), lambda r: pos)
+            pos = rec_end
+            continue
+        nxt = _next_header(f, pos + 1, task.end)
+        cut = at_eof and nxt >= task.end and (rec_end is not None or len(head) == task.end - pos)
+        yield _damage(pos, ValueError(error or "the file ends inside this record"),
+                      "input/truncated_record" if cut else "input/corrupt_record")
+        pos = nxt
+
+
+def _plain_extent(head: bytes, pos: int) -> tuple[int | None, str | None]:
+    """(where the record at ``pos`` ends, its block included; or None and why) from its first bytes."""
+    if not head.startswith(b"WARC/"):
+        return None, f"not a WARC record header: {head[:40]!r}"
+    stop = head.find(b"\r\n\r\n")
+    if stop < 0:
+        return None, "a WARC header without its end (cut, or over 64 KB)"
+    for line in head[:stop].split(b"\r\n"):
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length" and value.strip().isdigit():
+            return pos + stop + 4 + int(value.strip()), None
+    return None, "a WARC header without Content-Length"
 
 
 def _size(path: str) -> int:
