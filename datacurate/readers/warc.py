@@ -77,11 +77,15 @@ def _head(path: str, n: int = 4096) -> tuple[bytes, bool]:
     with storage.open_input(path) as f:
         raw = f.read(n * 4)
     if raw.startswith(GZIP_MAGIC) or (raw and GZIP_MAGIC.startswith(raw)):
-        d = zlib.decompressobj(31)
-        try:
-            return d.decompress(raw, n), True
+        d, out = zlib.decompressobj(31), b""
+        try:  # in small steps: what decompressed before a damage still names the format
+            for i in range(0, len(raw), 64):
+                out += d.decompress(raw[i:i + 64], n - len(out))
+                if len(out) >= n or d.eof:
+                    break
         except zlib.error:
-            return b"\0", True
+            return out or b"\0", True
+        return out, True
     return raw[:n], False
 
 
@@ -89,17 +93,20 @@ def _kind(head: bytes, gz: bool = False) -> str | None:
     head = head.lstrip()
     if head.startswith(b"WARC/") or (b"WARC/".startswith(head) and (head or gz)):  # cut in its first bytes too
         return "warc"
-    if head.startswith(b"filedesc://"):
+    if head.startswith(b"filedesc://") or (head and b"filedesc://".startswith(head)):
         return "arc"
     return None
 
 
 def _damaged_start(path: str, size: int, most: int = 1 << 20) -> str | None:
-    """"warc" when a record starts within the first ``most`` bytes (a gzip member that
-    decompresses to ``WARC/``, or a ``WARC/1.x`` line): a WARC whose first record is damaged."""
+    """"warc" ("arc") when a record starts within the first ``most`` bytes (a gzip member
+    that decompresses to ``WARC/`` or an ARC header, or a ``WARC/1.x`` line): a file whose
+    first record is damaged."""
     with storage.open_input(path) as f:
         limit = min(size, most)
-        return "warc" if min(_next_member(f, 1, limit), _next_header(f, 1, limit)) < limit else None
+        if min(_next_member(f, 1, limit), _next_header(f, 1, limit)) < limit:
+            return "warc"
+        return "arc" if _next_member(f, 1, limit, _ARC_START) < limit else None
 
 
 def sample(path: str, source: str, size: int, cfg: InputConfig, fmt: str = "warc"):
@@ -128,10 +135,14 @@ def plan(path: str, source: str, size: int, cfg: InputConfig, fmt: str = "warc")
                      for a, b in zip(bounds[:-1], bounds[1:])], size)
 
 
-def _next_member(f, pos: int, end: int, check: bool = True) -> int:
-    """The offset of the first gzip member at or after ``pos`` that starts a WARC record
-    (the magic bytes alone may occur inside compressed data; ``check=False``: the first
-    magic bytes), or ``end``."""
+_WARC_START = re.compile(rb"WARC/\d")
+_ARC_START = re.compile(rb"[A-Za-z][A-Za-z0-9+.\-]*://")
+
+
+def _next_member(f, pos: int, end: int, start: re.Pattern = _WARC_START) -> int:
+    """The offset of the first gzip member at or after ``pos`` that starts a record (its
+    first decompressed bytes match ``start``: the magic bytes alone may occur inside
+    compressed data), or ``end``."""
     while pos < end:
         f.seek(pos)
         buf = f.read(min(1 << 16, end - pos))
@@ -139,14 +150,12 @@ def _next_member(f, pos: int, end: int, check: bool = True) -> int:
         if i < 0:
             pos += max(len(buf) - 2, 1)
             continue
-        if not check:
-            return pos + i
         f.seek(pos + i)
         try:
             head = zlib.decompressobj(31).decompress(f.read(1 << 14), 16)
         except zlib.error:
             head = b""
-        if head.startswith(b"WARC/"):
+        if start.match(head):
             return pos + i
         pos += i + 1
     return end
@@ -269,10 +278,10 @@ def _gz_records(f, task: ReadTask, tally: Tally, at_eof: bool) -> Iterator[Recor
         pos = nxt
 
 
-def _inflate(f, pos: int, end: int) -> tuple[bytes | None, int | None]:
-    """Decompress the gzip member at ``pos``: (its bytes, None when larger than
-    ``MEMBER_IN_MEMORY``, or what decompressed before the damage; the offset where it
-    ends, None when it is damaged: not gzip, corrupt, its CRC or length wrong, or cut)."""
+def _inflate(f, pos: int, end: int, most: int | None = MEMBER_IN_MEMORY) -> tuple[bytes | None, int | None]:
+    """Decompress the gzip member at ``pos``: (its bytes, None when larger than ``most``,
+    or what decompressed before the damage; the offset where it ends, None when it is
+    damaged: not gzip, corrupt, its CRC or length wrong, or cut)."""
     f.seek(pos)
     d, out, size, n, step = zlib.decompressobj(31), [], 0, 0, 1 << 14
     while n < end - pos:
@@ -288,7 +297,7 @@ def _inflate(f, pos: int, end: int) -> tuple[bytes | None, int | None]:
             size += len(piece)
             if out is not None:
                 out.append(piece)
-                if size > MEMBER_IN_MEMORY:
+                if most is not None and size > most:
                     out = None
             if d.eof:
                 return (b"".join(out) if out is not None else None), pos + n - len(d.unused_data)
@@ -319,9 +328,9 @@ def _parse(stream, offset_of) -> Iterator[Record]:
         yield _damage(at if at is not None else offset_of(None), e, "input/corrupt_record")
 
 
-def _lost_members(f, start: int, end: int, most: int = 1 << 20) -> list[int]:
+def _lost_members(f, start: int, end: int, record: re.Pattern = _WARC_START, most: int = 1 << 20) -> list[int]:
     """Members between a damaged one (at ``start``) and the next whole one (``end``) whose
-    gzip header is smashed: found where a raw deflate stream decodes to ``WARC/`` (their
+    gzip header is smashed: found where a raw deflate stream decodes to a record's start (their
     offset: 10 bytes, a plain gzip header, before it). Past ``most`` bytes not searched. A
     member whose header and first compressed bytes are both destroyed after a damaged one
     cannot be found: the two are one reject."""
@@ -331,7 +340,7 @@ def _lost_members(f, start: int, end: int, most: int = 1 << 20) -> list[int]:
     found = []
     for i in range((own or 10) + (own is not None), len(buf) - 8):
         try:
-            if zlib.decompressobj(-15).decompress(buf[i:i + 1024], 5) != b"WARC/":
+            if not record.match(zlib.decompressobj(-15).decompress(buf[i:i + 1024], 16)):
                 continue
         except zlib.error:
             continue
@@ -501,49 +510,43 @@ def _dechunk(raw: bytes) -> bytes:
 # ----------------------------------------------------------------------------- ARC
 
 
-def _gzip_members(f) -> Iterator[tuple[int, bytes]]:
-    """(offset, decompressed bytes) of each gzip member of ``f``, read in 1 MB steps."""
-    pos, buf, d, out, start = 0, b"", zlib.decompressobj(31), [], 0
-    while True:
-        chunk = f.read(1 << 20)
-        data = buf + chunk
-        buf = b""
-        while data:
-            out.append(d.decompress(data))
-            if d.eof:
-                consumed = len(data) - len(d.unused_data)
-                pos += consumed
-                yield start, b"".join(out)
-                out, start, data, d = [], pos, d.unused_data, zlib.decompressobj(31)
-            else:
-                pos += len(data)
-                data = b""
-        if not chunk:
-            if out and any(out):
-                raise EOFError(b"".join(out))  # a member cut short
-            return
-
-
 def _arc_records(task: ReadTask, tally: Tally) -> Iterator[Record]:
     """ARC v1/v2 (the Internet Archive's ARC file format): a header line per record,
     ``length`` bytes (HTTP response and body), a newline. The ``filedesc://`` record's
     body names the version and the header's fields: v1 ``URL IP-address Archive-date
     Content-type Archive-length``, v2 ``URL IP-address Archive-date Content-type
     Result-code Checksum Location Offset Filename Archive-length``. A ``.gz`` ARC is one
-    member per record."""
+    member per record, each checked as a WARC's (:func:`_gz_records`): a damaged member is
+    one reject, reading goes on at the next member that starts a record."""
     fields = list(_ARC_FIELDS[1])  # v1 until the file's version block says otherwise
-    with storage.open_stream(task.path) as raw:
-        f = Counted(raw)
-        if task.path.lower().endswith(".gz"):
-            try:
-                for offset, data in _gzip_members(f):
-                    yield from _arc_parse(data, offset, fields, per_member=True)
-            except (EOFError, zlib.error) as e:
-                yield _damage(f.n, ValueError("gzip member cut short or corrupt"),
-                              "input/truncated_record" if isinstance(e, EOFError) else "input/corrupt_record")
-        else:
+    size = _size(task.path)
+    with storage.open_input(task.path) as f:
+        if f.read(3) != GZIP_MAGIC and not task.path.lower().endswith(".gz"):
+            f.seek(0)
             yield from _arc_parse(f.read(), 0, fields, per_member=False)
-        tally.consumed = f.n
+            tally.consumed = size
+            return
+        pos = 0
+        while pos < size:
+            tally.consumed = pos
+            data, nxt = _inflate(f, pos, size, most=None)  # an ARC member is parsed in memory
+            if nxt is not None:
+                yield from _arc_parse(data, pos, fields, per_member=True)
+                pos = nxt
+                continue
+            nxt = _next_member(f, pos + 1, size, _ARC_START)
+            reason = "input/truncated_record" if nxt >= size else "input/corrupt_record"
+            held = None
+            for rec in _arc_parse(data, pos, fields, per_member=True):
+                if held is not None:
+                    yield held
+                held = rec
+            yield held._replace(damage=reason) if held is not None else _damage(
+                pos, ValueError("a gzip member cut short or corrupt"), reason)
+            for lost in _lost_members(f, pos, nxt, _ARC_START):
+                yield _damage(lost, ValueError("a gzip member with a damaged header"), "input/corrupt_record")
+            pos = nxt
+        tally.consumed = size
 
 
 _ARC_HEADER = re.compile(rb"^[A-Za-z][A-Za-z0-9+.\-]*://\S*[^\n]* -?\w+\r?$", re.M)
@@ -577,6 +580,9 @@ def _arc_parse(data: bytes, base: int, fields: list, per_member: bool) -> Iterat
             pos = eol + 1
             continue
         offset = base if per_member else base + pos
+        if eol == n and not per_member:  # the file ends inside this header line
+            yield _damage(offset, ValueError(f"ARC header cut short: {line[:200]!r}"), "input/truncated_record")
+            return
         values = line.split(b" ")
         filedesc = line.startswith(b"filedesc://")
         width = len(values) if filedesc else len(fields)  # the filedesc line is written in its own version
@@ -592,6 +598,9 @@ def _arc_parse(data: bytes, base: int, fields: list, per_member: bool) -> Iterat
             continue
         body = data[eol + 1:eol + 1 + length]
         pos = eol + 1 + length
+        if filedesc and len(body) < length:
+            yield _damage(offset, ValueError("ARC file header cut short"), "input/truncated_record")
+            continue
         if filedesc:
             fields[:] = _arc_version(body)
             yield Record(offset, "warcinfo", None, None, None, None, None, None, b"")
