@@ -233,3 +233,26 @@ def test_the_issue_cases_two_corrupt_members_and_a_cut_at_60_percent(tmp_path):
     theirs = [(u, p) for k, u, p in _warcio_until_damage(tmp_path / "cut.warc.gz") if k in warc.DOCUMENTS]
     assert [(r["url"], r["text"]) for r in rows if not r["reject_reason"]] == \
         [(u, w["text"]) for (u, _), w in zip(theirs, whole.to_pylist())]
+
+
+def test_a_single_stream_gzip_in_memory_or_streamed(tmp_path, monkeypatch):
+    """A .warc.gz that is one gzip member for all records (not one per record): read whole
+    like the plain file; cut, the records before the cut and one reject, whether the member
+    is held in memory or (over ``MEMBER_IN_MEMORY``) streamed."""
+    import gzip
+
+    plain = DATA / "example.warc"
+    path = tmp_path / "single.warc.gz"
+    path.write_bytes(gzip.compress(plain.read_bytes()))
+    assert [r[1:] for r in ours(path)] == [r[1:] for r in ours(plain)]
+    data, records, rows = path.read_bytes(), truth(plain), {}
+    for cap in (64 << 20, 100):
+        monkeypatch.setattr(warc, "MEMBER_IN_MEMORY", cap)
+        for at in range(40, len(data), len(data) // 25):
+            (tmp_path / "cut.warc.gz").write_bytes(data[:at])
+            got = ours(tmp_path / "cut.warc.gz")
+            assert [r[1] for r in got].count("damage") == 1 and got[-1][1] == "damage", at
+            assert [r[1:] for r in got[:-1]] == [(t["type"], warc._url(t["url"]) if t["url"] else None, t["payload"])
+                                                 for t in records[:len(got) - 1]]
+            rows.setdefault(at, got)
+            assert rows[at] == got  # streamed as in memory

@@ -4,9 +4,10 @@ small parser here: ARC v1 and v2 headers, by the version the file's ``filedesc``
 
 Every ``response``, ``resource`` and ``conversion`` (WET) record is one document: ``id`` =
 ``WARC-Record-ID``, ``url`` = ``WARC-Target-URI``, ``date`` = ``WARC-Date`` (ARC: the
-``Archive-date``) in one form, ISO 8601 UTC to the microsecond (``2014-02-16T05:02:21.000000Z``,
-:mod:`datacurate.text.dates`; as written when it is no date), ``content_type`` (the HTTP ``Content-Type``, else ``WARC-Identified-Payload-Type``, else
-the record's), ``http_status`` (null for records without HTTP), ``warc_type``,
+``Archive-date``) in one form, ISO 8601 UTC to the microsecond
+(``2014-02-16T05:02:21.000000Z``, :mod:`datacurate.text.dates`; as written when it is no
+date), ``content_type`` (the HTTP ``Content-Type``, else ``WARC-Identified-Payload-Type``,
+else the record's), ``http_status`` (null for records without HTTP), ``warc_type``,
 ``warc_offset`` (the record's byte offset in the stored file: its gzip member for a
 ``.gz``), ``source`` (the file). ``text`` is the payload (HTTP transfer and content
 encodings undone) decoded with the charset of the HTTP header, else of a ``<meta>`` tag or
@@ -255,7 +256,7 @@ def _gz_records(f, task: ReadTask, tally: Tally, at_eof: bool) -> Iterator[Recor
     pos = task.start
     while pos < task.end:
         tally.consumed = pos - task.start  # the records before this member are whole
-        data, nxt = _inflate(f, pos, task.end)
+        data, nxt = _inflate(f, pos, task.end, MEMBER_IN_MEMORY)
         if nxt is not None:  # a whole member
             n = 0
             for n, rec in enumerate(_member_records(f, pos, nxt, data), 1):
@@ -266,19 +267,27 @@ def _gz_records(f, task: ReadTask, tally: Tally, at_eof: bool) -> Iterator[Recor
             continue
         nxt = _next_member(f, pos + 1, task.end)
         reason = "input/truncated_record" if at_eof and nxt >= task.end else "input/corrupt_record"
-        held = None  # the records read before the damage are whole, but for the last one
-        for rec in _member_records(f, pos, nxt, data):
-            if held is not None:
-                yield held
-            held = rec
-        yield held._replace(damage=reason) if held is not None else _damage(
-            pos, ValueError("a gzip member cut short or corrupt"), reason)
-        for lost in _lost_members(f, pos, nxt):
-            yield _damage(lost, ValueError("a gzip member with a damaged header"), "input/corrupt_record")
+        lost = _lost_members(f, pos, nxt)
+        yield from _damaged_member(_member_records(f, pos, nxt, data), pos, reason, lost)
         pos = nxt
 
 
-def _inflate(f, pos: int, end: int, most: int | None = MEMBER_IN_MEMORY) -> tuple[bytes | None, int | None]:
+def _damaged_member(records: Iterator[Record], pos: int, reason: str, lost: list[int]) -> Iterator[Record]:
+    """The rows of a damaged gzip member at ``pos``: the records read before the damage
+    whole but for the last one, which is the reject (the member itself when none parsed);
+    then one reject per member found ``lost`` after it."""
+    held = None
+    for rec in records:
+        if held is not None:
+            yield held
+        held = rec
+    yield held._replace(damage=reason) if held is not None else _damage(
+        pos, ValueError("a gzip member cut short or corrupt"), reason)
+    for at in lost:
+        yield _damage(at, ValueError("a gzip member with a damaged header"), "input/corrupt_record")
+
+
+def _inflate(f, pos: int, end: int, most: int | None) -> tuple[bytes | None, int | None]:
     """Decompress the gzip member at ``pos``: (its bytes, None when larger than ``most``,
     or what decompressed before the damage; the offset where it ends, None when it is
     damaged: not gzip, corrupt, its CRC or length wrong, or cut)."""
@@ -536,15 +545,8 @@ def _arc_records(task: ReadTask, tally: Tally) -> Iterator[Record]:
                 continue
             nxt = _next_member(f, pos + 1, size, _ARC_START)
             reason = "input/truncated_record" if nxt >= size else "input/corrupt_record"
-            held = None
-            for rec in _arc_parse(data, pos, fields, per_member=True):
-                if held is not None:
-                    yield held
-                held = rec
-            yield held._replace(damage=reason) if held is not None else _damage(
-                pos, ValueError("a gzip member cut short or corrupt"), reason)
-            for lost in _lost_members(f, pos, nxt, _ARC_START):
-                yield _damage(lost, ValueError("a gzip member with a damaged header"), "input/corrupt_record")
+            yield from _damaged_member(_arc_parse(data, pos, fields, per_member=True), pos, reason,
+                                       _lost_members(f, pos, nxt, _ARC_START))
             pos = nxt
         tally.consumed = size
 
