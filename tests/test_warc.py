@@ -224,7 +224,8 @@ def test_bad_records_and_files(tmp_path):
 # warcio reads each of these files; those it cannot read (a truncated record, wrong chunks) are left out
 AGREE = ["example.warc.gz", "example.warc", "example.arc", "example.arc.gz", "example-iana.org-chunked.warc",
          "example-resource.warc.gz", "example-wget-bad-target-uri.warc.gz", "example-space-in-url.arc",
-         "post-test.warc.gz", "whirlwind.warc.gz", "whirlwind.warc.wet.gz"]
+         "post-test.warc.gz", "whirlwind.warc.gz", "whirlwind.warc.wet.gz", "example-digest.warc",
+         "example-space-in-target-uri.warc.gz"]
 
 
 @pytest.mark.parametrize("name", AGREE)

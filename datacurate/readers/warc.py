@@ -275,9 +275,13 @@ def _gz_records(f, task: ReadTask, tally: Tally, at_eof: bool) -> Iterator[Recor
 def _damaged_member(records: Iterator[Record], pos: int, reason: str, lost: list[int]) -> Iterator[Record]:
     """The rows of a damaged gzip member at ``pos``: the records read before the damage
     whole but for the last one, which is the reject (the member itself when none parsed);
-    then one reject per member found ``lost`` after it."""
+    then one reject per member found ``lost`` after it. What the parser makes of the bytes
+    after the last record (no ``WARC-Type``: the rest of its block, a parse error) is no
+    record of its own."""
     held = None
     for rec in records:
+        if rec.warc_type is None:
+            continue
         if held is not None:
             yield held
         held = rec

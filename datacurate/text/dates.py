@@ -31,6 +31,14 @@ def iso_utc(value: str | None) -> str | None:
     if not value:
         return None
     value = value.strip()
+    if not value.isdigit():
+        try:  # the common forms, in C
+            t = datetime.fromisoformat(value)
+        except ValueError:
+            pass
+        else:
+            t = t.astimezone(timezone.utc).replace(tzinfo=None) if t.tzinfo else t
+            return t.isoformat(timespec="microseconds") + "Z"
     m = _DIGITS.fullmatch(value) if value.isdigit() else _W3C.fullmatch(value)
     if m is None:
         return None
