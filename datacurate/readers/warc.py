@@ -239,16 +239,20 @@ def _warc_records(task: ReadTask, tally: Tally) -> Iterator[Record]:
     else ``input/corrupt_record``."""
     if task.end <= task.start:
         return
-    f = storage.open_input(task.path)
+    size = _size(task.path)
+    f = raw = storage.open_input(task.path)
+    if storage.is_remote(task.path):  # one ranged GET per 8 MB, not per member; seeks inside it are free
+        f = io.BufferedReader(Counted(raw, size), REMOTE_BUFFER)
     try:
         gz = f.read(3) == GZIP_MAGIC or task.path.lower().endswith(".gz")
-        at_eof = task.end == _size(task.path)
+        at_eof = task.end == size
         yield from (_gz_records if gz else _plain_records)(f, task, tally, at_eof)
         tally.consumed = task.end - task.start
     finally:
-        f.close()
+        raw.close()
 
 
+REMOTE_BUFFER = 8 << 20
 MEMBER_IN_MEMORY = 64 << 20  # a gzip member up to this size (decompressed) is read from memory, a larger one streamed
 
 

@@ -247,7 +247,9 @@ def _live(table: pa.Table, cfg: ExactDedupConfig) -> np.ndarray:
     if cfg.status_column not in table.column_names:
         raise KeyError(f"exact_dedup: status_column '{cfg.status_column}' is not a column "
                        f"(have: {', '.join(c for c in table.column_names if not c.startswith('_'))})")
-    status = pc.cast(table.column(cfg.status_column).combine_chunks(), pa.float64(), safe=False)
+    status = table.column(cfg.status_column).combine_chunks()
+    if not (pa.types.is_integer(status.type) or pa.types.is_floating(status.type)):  # "200" from JSONL: a number
+        status = pa.array([int(v) if str(v).strip().isdigit() else None for v in status.to_pylist()], pa.int64())
     ok = pc.and_(pc.greater_equal(status, 200), pc.less(status, 300))
     return np.asarray(pc.fill_null(pc.if_else(ok, 2, 0), 1), np.int8)
 

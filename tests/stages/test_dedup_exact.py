@@ -174,6 +174,10 @@ def test_url_key_ranks_the_live_capture_first_then_the_newest():
     assert kept == [1, 5, 9]
     by_date = ExactDedup(key="url", priority_column="date")(table)["reject_reason"].to_pylist()
     assert [i for i, r in enumerate(by_date) if r is None] == [0, 5, 7]  # the dead captures win on date alone
+    as_text = table.set_column(table.column_names.index("http_status"), "http_status",
+                               pa.array([None if r[1] is None else str(r[1]) for r in rows]))  # JSONL's "200"
+    live = ExactDedup(key="url", priority_column="date", status_column="http_status")
+    assert live(as_text)["reject_reason"].to_pylist() == live(table)["reject_reason"].to_pylist()
     with pytest.raises(ValueError, match="needs key: url"):
         ExactDedup(status_column="http_status")
     with pytest.raises(KeyError, match="status_column 'http_status'"):
