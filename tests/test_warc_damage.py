@@ -261,3 +261,10 @@ def test_a_single_stream_gzip_in_memory_or_streamed(tmp_path, monkeypatch):
                                                  for t in records[:len(got) - 1]]
             rows.setdefault(at, got)
             assert rows[at] == got  # streamed as in memory
+
+
+@pytest.mark.parametrize("name", ["example.warc.gz", "example.warc"])
+def test_zero_padding_at_the_end_is_no_record(tmp_path, name):
+    """Block padding after the last record (tape and some writers): no reject invented."""
+    (tmp_path / name).write_bytes((DATA / name).read_bytes() + b"\0" * 512)
+    assert ours(tmp_path / name) == ours(DATA / name)

@@ -270,10 +270,19 @@ def _gz_records(f, task: ReadTask, tally: Tally, at_eof: bool) -> Iterator[Recor
             pos = nxt
             continue
         nxt = _next_member(f, pos + 1, task.end)
+        if _padding(f, pos, nxt):
+            pos = nxt
+            continue
         reason = "input/truncated_record" if at_eof and nxt >= task.end else "input/corrupt_record"
         lost = _lost_members(f, pos, nxt)
         yield from _damaged_member(_member_records(f, pos, nxt, data), pos, reason, lost)
         pos = nxt
+
+
+def _padding(f, start: int, end: int) -> bool:
+    """Whether the bytes from ``start`` to ``end`` are padding (zeros, blanks), no record."""
+    f.seek(start)
+    return end - start <= 1 << 16 and not f.read(end - start).strip(b"\0\r\n\t ")
 
 
 def _damaged_member(records: Iterator[Record], pos: int, reason: str, lost: list[int]) -> Iterator[Record]:
@@ -398,8 +407,8 @@ def _plain_records(f, task: ReadTask, tally: Tally, at_eof: bool) -> Iterator[Re
         tally.consumed = pos - task.start
         f.seek(pos)
         head = f.read(min(1 << 16, task.end - pos))
-        blank = len(head) - len(head.lstrip(b"\r\n"))
-        if blank:  # the blank lines that end a record, or a file
+        blank = len(head) - len(head.lstrip(b"\0\r\n\t "))
+        if blank:  # the blank lines that end a record, or padding
             pos += blank
             continue
         rec_end, error = _plain_extent(head, pos)
