@@ -33,6 +33,8 @@ SAMPLE = REPO / "sample_data" / "commoncrawl" / "sample.warc.gz"
 # four read tasks (split at gzip members), so extract runs as several tasks and a kill meets some unfinished
 OVERRIDES = ["input.chunk_bytes=20000"]
 OLD = "https://DEBIAN.example:443/html/Introduction.html#top"  # the sample's Introduction.html, normalised
+# a second crawl, newer than the sample, where The-Basics.html (a 200 in the sample) answered 404
+DEAD = "https://debian.example/html/The-Basics.html#second-crawl"
 D = "https://debian.example/"
 REASONS = {
     "https://an.wikipedia.org/wiki/Escopete": "langid/language",  # Aragonese
@@ -50,6 +52,7 @@ REASONS = {
     D + "file.png": "extract/not_html",
     D + "shared-mime-info-spec.pdf": "extract/not_html",
     OLD: "exact_dedup/duplicate",  # an older capture of a URL: never extracted
+    DEAD: "exact_dedup/duplicate",  # the newer capture is a 404: the older 200 stays (above)
 }
 TAG = re.compile(r"</?(html|head|body|title|meta|div|span|p|a|pre|table|tr|td|ul|li|h\d|br|img|script|style)\b[^>]*>",
                  re.I)
@@ -57,7 +60,8 @@ TAG = re.compile(r"</?(html|head|body|title|meta|div|span|p|a|pre|table|tr|td|ul
 
 @pytest.fixture(scope="module")
 def crawl(tmp_path_factory) -> Path:
-    """The sample WARC and, after it, a capture of one of its URLs from 2019."""
+    """Two crawls: the sample WARC and, after it, a capture of one of its URLs from 2019;
+    a later crawl (its own WARC/1.1 file, dates with fractions) where another answered 404."""
     d = tmp_path_factory.mktemp("crawl")
     with open(d / "crawl.warc.gz", "wb") as f:
         f.write(SAMPLE.read_bytes())
@@ -66,6 +70,12 @@ def crawl(tmp_path_factory) -> Path:
         http = StatusAndHeaders("200 OK", [("Content-Type", "text/html; charset=utf-8")], protocol="HTTP/1.1")
         w.write_record(w.create_warc_record(OLD, "response", payload=io.BytesIO(body), http_headers=http,
                                             warc_headers_dict={"WARC-Date": "2019-05-01T10:00:00Z"}))
+    with open(d / "crawl-2.warc.gz", "wb") as f:
+        w = WARCWriter(f, gzip=True, warc_version="1.1")
+        body = b"<html><head><title>404 Not Found</title></head><body><h1>Not Found</h1></body></html>"
+        http = StatusAndHeaders("404 Not Found", [("Content-Type", "text/html")], protocol="HTTP/1.1")
+        w.write_record(w.create_warc_record(DEAD, "response", payload=io.BytesIO(body), http_headers=http,
+                                            warc_headers_dict={"WARC-Date": "2031-01-02T03:04:05.123456Z"}))
     return d
 
 
@@ -105,7 +115,9 @@ def test_every_record_kept_or_rejected_with_its_reason(clean):
     assert {u: r.get("reject_reason") for u, r in rows.items()} == REASONS
     # the two exact_dedup stages are counted apart, and each saved its own filter
     st = rep["stages"]
-    assert st["exact_dedup:url"]["in"] == len(REASONS) and st["exact_dedup:url"]["rejected"] == {"exact_dedup/duplicate": 1}
+    assert st["exact_dedup:url"]["in"] == len(REASONS) and st["exact_dedup:url"]["rejected"] == {"exact_dedup/duplicate": 2}
+    assert rows[DEAD]["http_status"] == 404 and rows[DEAD]["date"] == "2031-01-02T03:04:05.123456Z"
+    assert rows[D + "html/The-Basics.html"]["date"] < rows[DEAD]["date"]  # the older, live capture was kept
     assert st["exact_dedup"]["in"] == 3 and st["exact_dedup:url"]["metrics"]["filter_saved_to"] != \
         st["exact_dedup"]["metrics"]["filter_saved_to"]
     assert (out / "exact_dedup_filter" / "filter.json").is_file() and (out / "exact_dedup_url_filter" / "filter.json").is_file()

@@ -224,7 +224,8 @@ def test_bad_records_and_files(tmp_path):
 # warcio reads each of these files; those it cannot read (a truncated record, wrong chunks) are left out
 AGREE = ["example.warc.gz", "example.warc", "example.arc", "example.arc.gz", "example-iana.org-chunked.warc",
          "example-resource.warc.gz", "example-wget-bad-target-uri.warc.gz", "example-space-in-url.arc",
-         "post-test.warc.gz", "whirlwind.warc.gz", "whirlwind.warc.wet.gz"]
+         "post-test.warc.gz", "whirlwind.warc.gz", "whirlwind.warc.wet.gz", "example-digest.warc",
+         "example-space-in-target-uri.warc.gz"]
 
 
 @pytest.mark.parametrize("name", AGREE)
@@ -292,3 +293,63 @@ def test_resource_records_are_documents_only_with_a_web_url():
     assert t.column("warc_type").to_pylist() == ["resource"] and t.column("url").to_pylist() == ["http://example.com/"]
     assert t.column("reject_reason").to_pylist() == [None] and "Example Domain" in t.column("text")[0].as_py()
     assert counters["warc_records"] == {"warcinfo": 2}
+
+
+def _arc_v2(v1: bytes) -> bytes:
+    """An ARC v1 file rewritten as v2 (the Internet Archive's ARC spec): the version block
+    says ``2`` and names ten fields; each header gains Result-code, Checksum, Location,
+    Offset and Filename before its length. Payloads unchanged."""
+    out, pos = [], 0
+    while pos < len(v1):
+        eol = v1.index(b"\n", pos)
+        if eol == pos:  # the blank line between records
+            pos += 1
+            continue
+        head = v1[pos:eol].split(b" ")
+        url, (ip, date, ctype, length) = b" ".join(head[:-4]), head[-4:]
+        body = v1[eol + 1:eol + 1 + int(length)]
+        pos = eol + 1 + int(length) + 1
+        if url.startswith(b"filedesc://"):
+            body = (b"2 0 LiveWeb Capture\nURL IP-address Archive-date Content-type Result-code Checksum Location "
+                    b"Offset Filename Archive-length\n")
+            extra = [b"200", b"-", b"-", b"0", url[len(b"filedesc://"):]]
+        else:
+            status = body.split(b" ", 2)[1] if body.startswith(b"HTTP/") else b"-"
+            extra = [status, b"sha1:QWERTY", b"-", str(sum(map(len, out))).encode(), b"example.arc"]
+        out.append(b" ".join([url, ip, date, ctype, *extra, str(len(body)).encode()]) + b"\n" + body + b"\n")
+    return b"".join(out)
+
+
+@pytest.mark.parametrize("name", ["example.arc", "example-space-in-url.arc"])
+def test_arc_v1_and_v2_headers_give_the_same_records(tmp_path, name):
+    v1 = (DATA / name).read_bytes()
+    (tmp_path / "v2.arc").write_bytes(_arc_v2(v1))
+    assert b"\n2 0 " in (tmp_path / "v2.arc").read_bytes()
+    with gzip.open(tmp_path / "v2.arc.gz", "wb") as f:  # one member for the whole file: still read
+        f.write(_arc_v2(v1))
+    want, _, _ = read_all(DATA / name)
+    for p in (tmp_path / "v2.arc", tmp_path / "v2.arc.gz"):
+        got, _, counters = read_all(p)
+        cols = ["url", "date", "content_type", "http_status", "text", "reject_reason"]
+        assert got.select(cols).to_pylist() == want.select(cols).to_pylist()
+        assert counters["warc_records"] == {"warcinfo": 1}
+    (row,) = want.to_pylist()
+    assert row["url"].startswith("http://example.com/") and " " not in row["url"] and row["http_status"] == 200
+    assert row["date"] == "2014-02-16T05:02:21.000000Z"  # the ARC date 20140216050221, in the one form
+
+
+def test_dates_are_iso_8601_utc_to_the_microsecond(tmp_path):
+    """WARC/1.0 (seconds), WARC/1.1 (fractions), other W3C-DTF forms and zones: one form."""
+    path = tmp_path / "dates.warc"
+    dates = {"2014-02-16T05:02:21Z": "2014-02-16T05:02:21.000000Z",
+             "2014-02-16T05:02:21.5Z": "2014-02-16T05:02:21.500000Z",
+             "2024-05-01T10:00:00.123456789Z": "2024-05-01T10:00:00.123456Z",
+             "2024-05-01T12:00+02:00": "2024-05-01T10:00:00.000000Z",
+             "2024-05-01": "2024-05-01T00:00:00.000000Z",
+             "not a date": "not a date"}  # kept as written
+    with open(path, "wb") as f:
+        w = WARCWriter(f, gzip=False, warc_version="1.1")
+        for i, d in enumerate(dates):
+            _response(w, f"http://example.org/{i}", _html(str(i)).encode(), "text/html", warc_headers_dict={"WARC-Date": d})
+    t, _, _ = read_all(path)
+    assert t.column("date").to_pylist() == list(dates.values())

@@ -1,12 +1,14 @@
 """WARC, WET and ARC files (``input.format: warc``; by name ``.warc[.gz]``, ``.warc.wet[.gz]``,
 ``.wet.gz``, ``.arc[.gz]``), read with FastWARC (ARC, which FastWARC does not read, by a
-small parser here).
+small parser here: ARC v1 and v2 headers, by the version the file's ``filedesc`` declares).
 
 Every ``response``, ``resource`` and ``conversion`` (WET) record is one document (but a
 resource record of no web URL, such as wget's own log: :func:`is_document`): ``id`` =
-``WARC-Record-ID``, ``url`` = ``WARC-Target-URI``, ``date`` = ``WARC-Date``,
-``content_type`` (the HTTP ``Content-Type``, else ``WARC-Identified-Payload-Type``, else
-the record's), ``http_status`` (null for records without HTTP), ``warc_type``,
+``WARC-Record-ID``, ``url`` = ``WARC-Target-URI``, ``date`` = ``WARC-Date`` (ARC: the
+``Archive-date``) in one form, ISO 8601 UTC to the microsecond
+(``2014-02-16T05:02:21.000000Z``, :mod:`datacurate.text.dates`; as written when it is no
+date), ``content_type`` (the HTTP ``Content-Type``, else ``WARC-Identified-Payload-Type``,
+else the record's), ``http_status`` (null for records without HTTP), ``warc_type``,
 ``warc_offset`` (the record's byte offset in the stored file: its gzip member for a
 ``.gz``), ``source`` (the file). ``text`` is the payload (HTTP transfer and content
 encodings undone) decoded with the charset of the HTTP header, else of a ``<meta>`` tag or
@@ -21,10 +23,12 @@ counted by type in ``stats.json`` (``input_files.warc_records``) and the report'
 
 A ``.gz`` file larger than ``input.chunk_bytes`` is cut into read tasks at gzip member
 boundaries (found near each cut and checked to start a WARC record); a task reads whole
-records only, so memory is one record, flat in file size. Damage never ends a file:
-a truncated record, a corrupt gzip member, a malformed header become one
-``input/truncated_record`` / ``input/corrupt_record`` reject each, reading resumes at the
-next member (or record header), and the records before and after survive. A record
+records only, so memory is one record, flat in file size. Damage never ends a file and
+is counted per record: every record whose bytes are damaged (cut short, a corrupt gzip
+member, a malformed header) is one ``input/truncated_record`` / ``input/corrupt_record``
+reject, never zero and never one invented; reading resumes at the next member (or record
+header), and the records before and after survive (:func:`_warc_records`;
+tests/test_warc_damage.py checks it against warcio at many cut and corrupt offsets). A record
 without a target URI is ``input/missing_url``; a payload over ``max_doc_chars``
 ``input/doc_too_large``. A file that is not a WARC or ARC at all is one line before any work.
 """
@@ -32,6 +36,7 @@ without a target URI is ``input/missing_url``; a payload over ``max_doc_chars``
 from __future__ import annotations
 
 import codecs
+import io
 import os
 import re
 import zlib
@@ -42,6 +47,7 @@ import pyarrow as pa
 from datacurate import storage
 from datacurate.input_config import InputConfig
 from datacurate.readers.base import Batcher, Counted, FilePlan, InputError, ReadTask, Tally, count
+from datacurate.text.dates import iso_utc
 
 SUFFIXES = (".warc", ".warc.gz", ".arc", ".arc.gz", ".warc.wet", ".warc.wet.gz", ".wet.gz", ".wet")
 DOCUMENTS = ("response", "resource", "conversion")
@@ -73,22 +79,37 @@ def _head(path: str, n: int = 4096) -> tuple[bytes, bool]:
     """The first ``n`` bytes of a file's content (decompressed), and whether it is gzip."""
     with storage.open_input(path) as f:
         raw = f.read(n * 4)
-    if raw.startswith(GZIP_MAGIC):
-        d = zlib.decompressobj(31)
-        try:
-            return d.decompress(raw, n), True
+    if raw.startswith(GZIP_MAGIC) or (raw and GZIP_MAGIC.startswith(raw)):
+        d, out = zlib.decompressobj(31), b""
+        try:  # in small steps: what decompressed before a damage still names the format
+            for i in range(0, len(raw), 64):
+                out += d.decompress(raw[i:i + 64], n - len(out))
+                if len(out) >= n or d.eof:
+                    break
         except zlib.error:
-            return b"", True
+            return out or b"\0", True
+        return out, True
     return raw[:n], False
 
 
-def _kind(head: bytes) -> str | None:
+def _kind(head: bytes, gz: bool = False) -> str | None:
     head = head.lstrip()
-    if head.startswith(b"WARC/"):
+    if head.startswith(b"WARC/") or (b"WARC/".startswith(head) and (head or gz)):  # cut in its first bytes too
         return "warc"
-    if head.startswith(b"filedesc://"):
+    if head.startswith(b"filedesc://") or (head and b"filedesc://".startswith(head)):
         return "arc"
     return None
+
+
+def _damaged_start(path: str, size: int, most: int = 1 << 20) -> str | None:
+    """"warc" ("arc") when a record starts within the first ``most`` bytes (a gzip member
+    that decompresses to ``WARC/`` or an ARC header, or a ``WARC/1.x`` line): a file whose
+    first record is damaged."""
+    with storage.open_input(path) as f:
+        limit = min(size, most)
+        if min(_next_member(f, 1, limit), _next_header(f, 1, limit)) < limit:
+            return "warc"
+        return "arc" if _next_member(f, 1, limit, _ARC_START) < limit else None
 
 
 def sample(path: str, source: str, size: int, cfg: InputConfig, fmt: str = "warc"):
@@ -99,7 +120,7 @@ def plan(path: str, source: str, size: int, cfg: InputConfig, fmt: str = "warc")
     if size == 0:
         return FilePlan([ReadTask(path, source, "warc", end=0)], 0)
     head, gz = _head(path)
-    kind = _kind(head)
+    kind = _kind(head, gz) or _damaged_start(path, size)
     if kind is None:
         shown = head[:40].decode("utf-8", "replace").split("\n")[0]
         raise InputError(f"not a WARC or ARC file: {path} (it starts with {shown!r})")
@@ -117,10 +138,14 @@ def plan(path: str, source: str, size: int, cfg: InputConfig, fmt: str = "warc")
                      for a, b in zip(bounds[:-1], bounds[1:])], size)
 
 
-def _next_member(f, pos: int, end: int, check: bool = True) -> int:
-    """The offset of the first gzip member at or after ``pos`` that starts a WARC record
-    (the magic bytes alone may occur inside compressed data; ``check=False``: the first
-    magic bytes), or ``end``."""
+_WARC_START = re.compile(rb"WARC/\d")
+_ARC_START = re.compile(rb"[A-Za-z][A-Za-z0-9+.\-]*://")
+
+
+def _next_member(f, pos: int, end: int, start: re.Pattern = _WARC_START) -> int:
+    """The offset of the first gzip member at or after ``pos`` that starts a record (its
+    first decompressed bytes match ``start``: the magic bytes alone may occur inside
+    compressed data), or ``end``."""
     while pos < end:
         f.seek(pos)
         buf = f.read(min(1 << 16, end - pos))
@@ -128,14 +153,12 @@ def _next_member(f, pos: int, end: int, check: bool = True) -> int:
         if i < 0:
             pos += max(len(buf) - 2, 1)
             continue
-        if not check:
-            return pos + i
         f.seek(pos + i)
         try:
             head = zlib.decompressobj(31).decompress(f.read(1 << 14), 16)
         except zlib.error:
             head = b""
-        if head.startswith(b"WARC/"):
+        if start.match(head):
             return pos + i
         pos += i + 1
     return end
@@ -224,69 +247,217 @@ def _row(rec: Record, cfg: InputConfig) -> tuple[str, str | None]:
 
 def _warc_records(task: ReadTask, tally: Tally) -> Iterator[Record]:
     """The records of a byte range (whole records from ``start`` on, none past ``end``).
-    Damage is one ``Record`` with ``damage`` set, at the damaged record's offset (where
-    known, else just after the last good one); reading goes on at the next gzip member or
-    record header, and the damage is ``input/truncated_record`` when nothing follows it."""
-    from fastwarc.warc import ArchiveIterator, WarcRecordType
 
+    Damage is counted per record: each record whose stored bytes are damaged is one
+    ``Record`` with ``damage`` set, at its offset, and no record is invented. In a
+    ``.gz`` every gzip member is decompressed and checked (CRC and length) before its
+    records are read: a member that fails is one reject (a member holding several records:
+    those whole before the damage, then one reject), reading goes on at the next member
+    that starts a record, and a member between the two whose gzip header itself is
+    smashed is found by its deflate stream and is one reject more. An uncompressed WARC
+    is walked header by header (``Content-Length``): a record cut short, a header that
+    does not parse, bytes that are no record are one reject each, reading going on at the
+    next ``WARC/`` line. ``input/truncated_record`` when the file ends inside the record,
+    else ``input/corrupt_record``."""
     if task.end <= task.start:
         return
-    f = storage.open_input(task.path)
-    gz = f.read(3) == GZIP_MAGIC
-    pos, pending = task.start, None  # pending: (offset, error) of damage not yet reported
+    size = _size(task.path)
+    f = raw = storage.open_input(task.path)
+    if storage.is_remote(task.path):  # one ranged GET per 8 MB, not per member; seeks inside it are free
+        f = io.BufferedReader(Counted(raw, size), REMOTE_BUFFER)
     try:
-        while pos < task.end:
-            f.seek(pos)
-            window, cur, done = Counted(f, task.end - pos), None, None
-            try:
-                for r in ArchiveIterator(window, record_types=WarcRecordType.any_type, parse_http=True,
-                                         auto_decode="none", fsspec_args=False):
-                    cur = pos + r.stream_pos
-                    tally.consumed = cur - task.start  # the records before this one are whole
-                    rec = _fast_record(r, cur)
-                    if pending is not None:
-                        yield _damage(*pending, "input/corrupt_record")
-                        pending = None
-                    yield rec
-                    done = cur
-                if gz and pending is None and not _members_whole(f, done if done is not None else pos, task.end):
-                    at = _next_member(f, done + 1, task.end, check=False) if done is not None else pos
-                    pending = (min(at, task.end - 1), EOFError("the last gzip member is cut short"))
-                pos = task.end
-            except OSError as e:
-                after = (cur if cur is not None else pos) + 1
-                nxt = (_next_member if gz else _next_header)(f, after, task.end)
-                if pending is None:  # at the record that failed, else the next member or header after the last good one
-                    at = cur if cur is not None and cur != done else (
-                        _next_member(f, after, task.end, check=False) if gz else nxt)
-                    pending = (min(at, task.end - 1) if at >= task.end else at, e)
-                pos = nxt
-        if pending is not None:
-            yield _damage(*pending, "input/truncated_record" if task.end == _size(task.path) else
-                          "input/corrupt_record")
+        gz = f.read(3) == GZIP_MAGIC or task.path.lower().endswith(".gz")
+        at_eof = task.end == size
+        yield from (_gz_records if gz else _plain_records)(f, task, tally, at_eof)
         tally.consumed = task.end - task.start
     finally:
-        f.close()
+        raw.close()
 
 
-def _members_whole(f, start: int, end: int, most: int = 64 << 20) -> bool:
-    """Whether the gzip members from ``start`` (the last record's) to ``end`` are complete:
-    FastWARC ends quietly at a member cut short. Past ``most`` bytes it is not checked."""
-    if end - start > most:
-        return True
+REMOTE_BUFFER = 8 << 20
+MEMBER_IN_MEMORY = 64 << 20  # a gzip member up to this size (decompressed) is read from memory, a larger one streamed
+
+
+def _gz_records(f, task: ReadTask, tally: Tally, at_eof: bool) -> Iterator[Record]:
+    pos = task.start
+    while pos < task.end:
+        tally.consumed = pos - task.start  # the records before this member are whole
+        data, nxt = _inflate(f, pos, task.end, MEMBER_IN_MEMORY)
+        if nxt is not None:  # a whole member
+            n = 0
+            for n, rec in enumerate(_member_records(f, pos, nxt, data), 1):
+                yield rec
+            if n == 0 and (data is None or data.strip()):
+                yield _damage(pos, ValueError("a gzip member that holds no WARC record"), "input/corrupt_record")
+            pos = nxt
+            continue
+        nxt = _next_member(f, pos + 1, task.end)
+        if _padding(f, pos, nxt):
+            pos = nxt
+            continue
+        reason = "input/truncated_record" if at_eof and nxt >= task.end else "input/corrupt_record"
+        lost = _lost_members(f, pos, nxt)
+        yield from _damaged_member(_member_records(f, pos, nxt, data), pos, reason, lost)
+        pos = nxt
+
+
+def _padding(f, start: int, end: int) -> bool:
+    """Whether the bytes from ``start`` to ``end`` are padding (zeros, blanks), no record."""
     f.seek(start)
-    data = f.read(end - start)
-    while data:
-        d = zlib.decompressobj(31)
+    return end - start <= 1 << 16 and not f.read(end - start).strip(b"\0\r\n\t ")
+
+
+def _damaged_member(records: Iterator[Record], pos: int, reason: str, lost: list[int]) -> Iterator[Record]:
+    """The rows of a damaged gzip member at ``pos``: the records read before the damage
+    whole but for the last one, which is the reject (the member itself when none parsed);
+    then one reject per member found ``lost`` after it. What the parser makes of the bytes
+    after the last record (no ``WARC-Type``: the rest of its block, a parse error) is no
+    record of its own."""
+    held = None
+    for rec in records:
+        if rec.warc_type is None:
+            continue
+        if held is not None:
+            yield held
+        held = rec
+    yield held._replace(damage=reason) if held is not None else _damage(
+        pos, ValueError("a gzip member cut short or corrupt"), reason)
+    for at in lost:
+        yield _damage(at, ValueError("a gzip member with a damaged header"), "input/corrupt_record")
+
+
+def _inflate(f, pos: int, end: int, most: int | None) -> tuple[bytes | None, int | None]:
+    """Decompress the gzip member at ``pos``: (its bytes, None when larger than ``most``,
+    or what decompressed before the damage; the offset where it ends, None when it is
+    damaged: not gzip, corrupt, its CRC or length wrong, or cut)."""
+    f.seek(pos)
+    d, out, size, n, step = zlib.decompressobj(31), [], 0, 0, 1 << 14
+    while n < end - pos:
+        chunk = f.read(min(step, end - pos - n))
+        if not chunk:
+            break
+        n, step = n + len(chunk), min(step * 4, 1 << 22)
+        while chunk:
+            try:
+                piece = d.decompress(chunk, 1 << 22)
+            except zlib.error:
+                return (b"".join(out) if out is not None else None), None
+            size += len(piece)
+            if out is not None:
+                out.append(piece)
+                if most is not None and size > most:
+                    out = None
+            if d.eof:
+                return (b"".join(out) if out is not None else None), pos + n - len(d.unused_data)
+            chunk = d.unconsumed_tail
+    return (b"".join(out) if out is not None else None), None
+
+
+def _member_records(f, pos: int, end: int, data: bytes | None) -> Iterator[Record]:
+    """The records of the gzip member at ``pos``: parsed from its decompressed ``data``, or
+    (too large to hold) streamed from the file up to ``end``. Each has the member's offset."""
+    if data is not None:
+        return _parse(io.BytesIO(data), lambda r: pos)
+    f.seek(pos)
+    return _parse(Counted(f, end - pos), lambda r: pos)
+
+
+def _parse(stream, offset_of) -> Iterator[Record]:
+    """FastWARC's records of a stream; one that does not parse ends it, as damage."""
+    from fastwarc.warc import ArchiveIterator, WarcRecordType
+
+    at = None
+    try:
+        for r in ArchiveIterator(stream, record_types=WarcRecordType.any_type, parse_http=True, auto_decode="none",
+                                 fsspec_args=False):
+            at = offset_of(r)
+            yield _fast_record(r, at)
+    except OSError as e:
+        yield _damage(at if at is not None else offset_of(None), e, "input/corrupt_record")
+
+
+def _lost_members(f, start: int, end: int, record: re.Pattern = _WARC_START, most: int = 1 << 20) -> list[int]:
+    """Members between a damaged one (at ``start``) and the next whole one (``end``) whose
+    gzip header is smashed: found where a raw deflate stream decodes to a record's start (their
+    offset: 10 bytes, a plain gzip header, before it). Past ``most`` bytes not searched. A
+    member whose header and first compressed bytes are both destroyed after a damaged one
+    cannot be found: the two are one reject."""
+    f.seek(start)
+    buf = f.read(min(end - start, most))
+    own = _gzip_header_len(buf)  # where the damaged member's own deflate stream starts (None: its header is smashed)
+    found = []
+    for i in range((own or 10) + (own is not None), len(buf) - 8):
         try:
-            while d.decompress(data, 1 << 20) and d.unconsumed_tail:
-                data = d.unconsumed_tail
+            if not record.match(zlib.decompressobj(-15).decompress(buf[i:i + 1024], 16)):
+                continue
         except zlib.error:
-            return False
-        if not d.eof:
-            return False
-        data = d.unused_data
-    return True
+            continue
+        if own is None and i < 1024:  # the damaged member's own stream, after a header of unknown length
+            own = i
+            continue
+        found.append(start + max(_header_start(buf, i), 1))
+    return found
+
+
+def _header_start(buf: bytes, i: int) -> int:
+    """Where the gzip header of the deflate stream at ``i`` starts, its magic smashed: the
+    nearest start whose flags give a header of that length (else a plain 10-byte one)."""
+    for j in range(i - 10, max(i - 1024, -1), -1):
+        if _gzip_header_len(GZIP_MAGIC + buf[j + 3:i]) == i - j:
+            return j
+    return i - 10
+
+
+def _gzip_header_len(buf: bytes) -> int | None:
+    """The length of the gzip header at the start of ``buf`` (RFC 1952; None when it is no gzip header)."""
+    if not buf.startswith(GZIP_MAGIC) or len(buf) < 10 or buf[3] & 0xE0:
+        return None
+    flags, i = buf[3], 10
+    if flags & 4:  # FEXTRA
+        i += 2 + int.from_bytes(buf[10:12], "little")
+    for bit in (8, 16):  # FNAME, FCOMMENT: zero-terminated
+        if flags & bit:
+            i = buf.find(b"\0", i) + 1
+            if i == 0:
+                return None
+    return i + 2 * bool(flags & 2)  # FHCRC
+
+
+def _plain_records(f, task: ReadTask, tally: Tally, at_eof: bool) -> Iterator[Record]:
+    pos = task.start
+    while pos < task.end:
+        tally.consumed = pos - task.start
+        f.seek(pos)
+        head = f.read(min(1 << 16, task.end - pos))
+        blank = len(head) - len(head.lstrip(b"\0\r\n\t "))
+        if blank:  # the blank lines that end a record, or padding
+            pos += blank
+            continue
+        rec_end, error = _plain_extent(head, pos)
+        if rec_end is not None and rec_end <= task.end:
+            f.seek(pos)
+            yield from _parse(Counted(f, min(rec_end + 4, task.end) - pos), lambda r: pos)
+            pos = rec_end
+            continue
+        nxt = _next_header(f, pos + 1, task.end)
+        cut = at_eof and nxt >= task.end and (rec_end is not None or len(head) == task.end - pos)
+        yield _damage(pos, ValueError(error or "the file ends inside this record"),
+                      "input/truncated_record" if cut else "input/corrupt_record")
+        pos = nxt
+
+
+def _plain_extent(head: bytes, pos: int) -> tuple[int | None, str | None]:
+    """(where the record at ``pos`` ends, its block included; or None and why) from its first bytes."""
+    if not head.startswith(b"WARC/"):
+        return None, f"not a WARC record header: {head[:40]!r}"
+    stop = head.find(b"\r\n\r\n")
+    if stop < 0:
+        return None, "a WARC header without its end (cut, or over 64 KB)"
+    for line in head[:stop].split(b"\r\n"):
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length" and value.strip().isdigit():
+            return pos + stop + 4 + int(value.strip()), None
+    return None, "a WARC header without Content-Length"
 
 
 def _size(path: str) -> int:
@@ -307,7 +478,7 @@ def _fast_record(r, offset: int) -> Record:
     http = r.http_headers if r.is_http else None
     if len(raw) < r.content_length:  # the file ended inside this record
         return Record(offset, warc_type, h.get("WARC-Record-ID"), _url(h.get("WARC-Target-URI")),
-                      h.get("WARC-Date"), None, None, None, raw, damage="input/truncated_record")
+                      _date(h.get("WARC-Date")), None, None, None, raw, damage="input/truncated_record")
     ctype = charset = None
     if http is not None:
         ctype, charset = _content_type(http.get("Content-Type"))
@@ -316,8 +487,13 @@ def _fast_record(r, offset: int) -> Record:
         ctype = _content_type(h.get("WARC-Identified-Payload-Type"))[0]
     if ctype is None and http is None:
         ctype = _content_type(h.get("Content-Type"))[0]
-    return Record(offset, warc_type, h.get("WARC-Record-ID"), _url(h.get("WARC-Target-URI")), h.get("WARC-Date"),
+    return Record(offset, warc_type, h.get("WARC-Record-ID"), _url(h.get("WARC-Target-URI")), _date(h.get("WARC-Date")),
                   ctype, charset, http.status_code if http is not None else None, raw)
+
+
+def _date(value: str | None) -> str | None:
+    """A WARC-Date (or ARC date) in one form, ISO 8601 UTC to the microsecond; as written when it is no date."""
+    return iso_utc(value) or value
 
 
 def _url(value: str | None) -> str | None:
@@ -382,51 +558,59 @@ def _dechunk(raw: bytes) -> bytes:
 # ----------------------------------------------------------------------------- ARC
 
 
-def _gzip_members(f) -> Iterator[tuple[int, bytes]]:
-    """(offset, decompressed bytes) of each gzip member of ``f``, read in 1 MB steps."""
-    pos, buf, d, out, start = 0, b"", zlib.decompressobj(31), [], 0
-    while True:
-        chunk = f.read(1 << 20)
-        data = buf + chunk
-        buf = b""
-        while data:
-            out.append(d.decompress(data))
-            if d.eof:
-                consumed = len(data) - len(d.unused_data)
-                pos += consumed
-                yield start, b"".join(out)
-                out, start, data, d = [], pos, d.unused_data, zlib.decompressobj(31)
-            else:
-                pos += len(data)
-                data = b""
-        if not chunk:
-            if out and any(out):
-                raise EOFError(b"".join(out))  # a member cut short
-            return
-
-
 def _arc_records(task: ReadTask, tally: Tally) -> Iterator[Record]:
-    """ARC v1/v2: a header line ``URL IP date content-type [...] length``, ``length``
-    bytes (HTTP response and body), a newline. A ``.gz`` ARC is one member per record."""
-    with storage.open_stream(task.path) as raw:
-        f = Counted(raw)
-        if task.path.lower().endswith(".gz"):
-            try:
-                for offset, data in _gzip_members(f):
-                    yield from _arc_parse(data, offset, task.source, per_member=True)
-            except (EOFError, zlib.error) as e:
-                yield _damage(f.n, ValueError("gzip member cut short or corrupt"),
-                              "input/truncated_record" if isinstance(e, EOFError) else "input/corrupt_record")
-        else:
-            yield from _arc_parse(f.read(), 0, task.source, per_member=False)
-        tally.consumed = f.n
+    """ARC v1/v2 (the Internet Archive's ARC file format): a header line per record,
+    ``length`` bytes (HTTP response and body), a newline. The ``filedesc://`` record's
+    body names the version and the header's fields: v1 ``URL IP-address Archive-date
+    Content-type Archive-length``, v2 ``URL IP-address Archive-date Content-type
+    Result-code Checksum Location Offset Filename Archive-length``. A ``.gz`` ARC is one
+    member per record, each checked as a WARC's (:func:`_gz_records`): a damaged member is
+    one reject, reading goes on at the next member that starts a record."""
+    fields = list(_ARC_FIELDS[1])  # v1 until the file's version block says otherwise
+    size = _size(task.path)
+    with storage.open_input(task.path) as f:
+        if f.read(3) != GZIP_MAGIC and not task.path.lower().endswith(".gz"):
+            f.seek(0)
+            yield from _arc_parse(f.read(), 0, fields, per_member=False)
+            tally.consumed = size
+            return
+        pos = 0
+        while pos < size:
+            tally.consumed = pos
+            data, nxt = _inflate(f, pos, size, most=None)  # an ARC member is parsed in memory
+            if nxt is not None:
+                yield from _arc_parse(data, pos, fields, per_member=True)
+                pos = nxt
+                continue
+            nxt = _next_member(f, pos + 1, size, _ARC_START)
+            reason = "input/truncated_record" if nxt >= size else "input/corrupt_record"
+            yield from _damaged_member(_arc_parse(data, pos, fields, per_member=True), pos, reason,
+                                       _lost_members(f, pos, nxt, _ARC_START))
+            pos = nxt
+        tally.consumed = size
 
 
 _ARC_HEADER = re.compile(rb"^[A-Za-z][A-Za-z0-9+.\-]*://\S*[^\n]* -?\w+\r?$", re.M)
+# the header fields of each ARC version (a file's own URL-record definition line wins)
+_ARC_FIELDS = {1: ("URL", "IP-address", "Archive-date", "Content-type", "Archive-length"),
+               2: ("URL", "IP-address", "Archive-date", "Content-type", "Result-code", "Checksum", "Location",
+                   "Offset", "Filename", "Archive-length")}
 
 
-def _arc_parse(data: bytes, base: int, source: str, per_member: bool) -> Iterator[Record]:
-    """The records of ARC bytes; a header with no valid length is damage (a reject, or a
+def _arc_version(body: bytes) -> tuple[str, ...]:
+    """The header fields a ``filedesc`` body declares: its URL-record definition line
+    (second line), else its version number's (first line), else v1's."""
+    lines = body.split(b"\n")
+    names = tuple(lines[1].decode("ascii", "replace").split()) if len(lines) > 1 else ()
+    if names[:1] == ("URL",) and names[-1:] == ("Archive-length",) and "Archive-date" in names:
+        return names
+    version = lines[0].split(b" ")[0] if lines else b""
+    return _ARC_FIELDS.get(int(version) if version.isdigit() else 1, _ARC_FIELDS[1])
+
+
+def _arc_parse(data: bytes, base: int, fields: list, per_member: bool) -> Iterator[Record]:
+    """The records of ARC bytes (``fields``: the header's field names, updated by a
+    ``filedesc`` record); a header with no valid length is damage (a reject, or a
     ``filedesc`` counted as warcinfo), and parsing resumes at the next header line."""
     pos, n = 0, len(data)
     while pos < n:
@@ -437,13 +621,17 @@ def _arc_parse(data: bytes, base: int, source: str, per_member: bool) -> Iterato
             pos = eol + 1
             continue
         offset = base if per_member else base + pos
-        fields = line.split(b" ")
-        url = b" ".join(fields[:-4]).decode("utf-8", "replace")
-        length = int(fields[-1]) if len(fields) >= 5 and fields[-1].isdigit() else None
+        if eol == n and not per_member:  # the file ends inside this header line
+            yield _damage(offset, ValueError(f"ARC header cut short: {line[:200]!r}"), "input/truncated_record")
+            return
+        values = line.split(b" ")
+        filedesc = line.startswith(b"filedesc://")
+        width = len(values) if filedesc else len(fields)  # the filedesc line is written in its own version
+        length = int(values[-1]) if len(values) >= width and values[-1].isdigit() else None
         if length is None:  # resume at the next line that looks like a header
             m = _ARC_HEADER.search(data, eol + 1)
             pos = m.start() if m else n
-            if url.startswith("filedesc://"):
+            if filedesc:
                 yield Record(offset, "warcinfo", None, None, None, None, None, None, b"")
             else:
                 yield _damage(offset, ValueError(f"ARC header without a valid length: {line[:200]!r}"),
@@ -451,11 +639,18 @@ def _arc_parse(data: bytes, base: int, source: str, per_member: bool) -> Iterato
             continue
         body = data[eol + 1:eol + 1 + length]
         pos = eol + 1 + length
-        if url.startswith("filedesc://"):
+        if filedesc and len(body) < length:
+            yield _damage(offset, ValueError("ARC file header cut short"), "input/truncated_record")
+            continue
+        if filedesc:
+            fields[:] = _arc_version(body)
             yield Record(offset, "warcinfo", None, None, None, None, None, None, b"")
             continue
-        date = fields[-3].decode("ascii", "replace")
-        ctype = _content_type(fields[-2].decode("ascii", "replace"))[0]
+        # the URL may hold spaces: the other fields are the last width - 1 values
+        head = dict(zip(fields[1:], values[len(values) - width + 1:]))
+        url = b" ".join(values[:len(values) - width + 1]).decode("utf-8", "replace")
+        date = _date(head["Archive-date"].decode("ascii", "replace"))
+        ctype = _content_type(head["Content-type"].decode("ascii", "replace"))[0]
         status, charset, payload, headers = None, None, body, {}
         if body.startswith(b"HTTP/"):
             status, headers, payload = _http(body)

@@ -16,8 +16,19 @@ Keys: the (normalised) ``text``, or with ``key: url`` the document's URL in one 
 and host lowercased; default port, fragment and user info dropped; an invalid port or host:
 no key. :func:`datacurate.text.urls.canonical`, the grammar ``url_filter`` uses too), so
 the captures of one URL across crawls become one document: keep the newest with
-``priority_column: date`` (ISO 8601 dates, as WARC-Date, compare as times). A row
-without a parseable URL has no key and is never a duplicate.
+``priority_column: date`` (dates compare as times, whatever their form:
+:func:`datacurate.text.dates.microseconds`). A row without a parseable URL has no key and
+is never a duplicate.
+
+The live capture wins: with ``status_column: http_status`` captures rank by HTTP status
+first: a 2xx, then a capture without a status (a ``resource`` record, a WET conversion),
+then any other (3xx, 4xx, 5xx), and only then by ``priority_column``. Across crawls the
+newest capture of a URL is often a 404, a redirect or a 5xx that shadowed an older 200;
+ranked by date alone the page would be lost (the 404 survives URL dedup, then ``extract``
+rejects it). The web recipe (``pipelines/commoncrawl.yaml``) ranks rather than filtering
+by status first, so every capture keeps a row with its reason (a dead capture that lost
+is ``exact_dedup/duplicate``; a URL only ever captured dead keeps its newest capture, which
+``extract`` rejects as ``extract/http_status``).
 
 Modes:
 * ``document``: later copies of a document are rejected (``exact_dedup/duplicate``,
@@ -44,7 +55,7 @@ import xxhash
 from datacurate import storage
 from datacurate.coerce import opt
 from datacurate.schema import ORD, REJECT_REASON, TEXT, WPART
-from datacurate.text import textstats as ts
+from datacurate.text import dates, textstats as ts
 from datacurate.text import urls as url_forms
 from datacurate.stages.base import GlobalStage
 
@@ -60,6 +71,8 @@ class ExactDedupConfig:
     url_field: str = opt("url", "key: url: the column holding the URL")
     priority_column: Optional[str] = opt(None, "survivor = highest value (numbers, or dates: the newest); "
                                                "default first in input order")
+    status_column: Optional[str] = opt(None, "key: url: HTTP status column; 2xx captures rank first, then "
+                                             "those without a status, then the rest (before priority_column)")
     normalize: bool = opt(True, "lowercase and collapse whitespace before hashing")
     paragraph_threshold: float = opt(0.8, "paragraph mode: reject when this share of characters was seen")
     load_filter: Optional[str] = opt(None, "directory of a saved filter: dedup against an earlier run")
@@ -74,6 +87,8 @@ class ExactDedupConfig:
             raise ValueError("paragraph_threshold must be within (0, 1]")
         if self.key == "url" and self.mode == "paragraph":
             raise ValueError("key: url works with mode: document only")
+        if self.status_column and self.key != "url":
+            raise ValueError("status_column ranks the captures of a URL: it needs key: url")
 
 
 def bloom_size(n: int, p: float) -> tuple[int, int]:
@@ -165,7 +180,7 @@ def keys(table: pa.Table, cfg: ExactDedupConfig) -> pa.Table:
     """Phase 1 (per batch): one row per document (or non-blank line) to look up."""
     texts = table.column(TEXT).combine_chunks()
     ords = np.asarray(table.column(ORD), dtype=np.int64)
-    prio = _priority(table, cfg)
+    prio, live = _priority(table, cfg), _live(table, cfg)
     if cfg.key == "url":
         if cfg.url_field not in table.column_names:
             raise KeyError(f"exact_dedup: key: url, but url_field '{cfg.url_field}' is not a column")
@@ -185,7 +200,7 @@ def keys(table: pa.Table, cfg: ExactDedupConfig) -> pa.Table:
         doc, para = lines.doc[keep], index[keep].astype(np.int32)
         nchars = np.asarray(pc.utf8_length(lines.values.take(pa.array(keep))))
     return pa.table({
-        ORD: ords[doc], "para": para, "hi": hi, "lo": lo, "prio": prio[doc],
+        ORD: ords[doc], "para": para, "hi": hi, "lo": lo, "prio": prio[doc], "live": live[doc],
         "nchars": nchars.astype(np.int64), "shard": (hi % np.uint64(cfg.num_shards)).astype(np.int32),
     })
 
@@ -197,17 +212,31 @@ def _priority(table: pa.Table, cfg: ExactDedupConfig) -> np.ndarray:
         raise KeyError(f"exact_dedup: priority_column '{cfg.priority_column}' is not a column "
                        f"(have: {', '.join(c for c in table.column_names if not c.startswith('_'))})")
     col = table.column(cfg.priority_column).combine_chunks()
-    if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):  # ISO 8601 dates (WARC-Date): as times
-        col = pc.strptime(pc.utf8_slice_codeunits(col.cast(pa.string()), 0, 19), format="%Y-%m-%dT%H:%M:%S",
-                          unit="s", error_is_null=True)
+    if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):  # dates (WARC-Date, ARC): as times
+        return dates.microseconds(col)
     if pa.types.is_timestamp(col.type) or pa.types.is_date(col.type):
         col = col.cast(pa.timestamp("s")).cast(pa.int64()) if pa.types.is_date(col.type) else col.cast(pa.int64())
     return np.asarray(pc.fill_null(col.cast(pa.float64()), -np.inf))
 
 
+def _live(table: pa.Table, cfg: ExactDedupConfig) -> np.ndarray:
+    """The status rank of each row: 2 a 2xx, 1 no status, 0 any other (all 0 without ``status_column``)."""
+    if cfg.status_column is None:
+        return np.zeros(table.num_rows, np.int8)
+    if cfg.status_column not in table.column_names:
+        raise KeyError(f"exact_dedup: status_column '{cfg.status_column}' is not a column "
+                       f"(have: {', '.join(c for c in table.column_names if not c.startswith('_'))})")
+    status = table.column(cfg.status_column).combine_chunks()
+    if not (pa.types.is_integer(status.type) or pa.types.is_floating(status.type)):  # "200" from JSONL: a number
+        status = pa.array([int(v) if str(v).strip().isdigit() else None for v in status.to_pylist()], pa.int64())
+    ok = pc.and_(pc.greater_equal(status, 200), pc.less(status, 300))
+    return np.asarray(pc.fill_null(pc.if_else(ok, 2, 0), 1), np.int8)
+
+
 def survivor_order(k: pa.Table) -> np.ndarray:
-    """Highest priority first, then input order, then paragraph order."""
-    return np.lexsort((np.asarray(k["para"]), np.asarray(k[ORD]), -np.asarray(k["prio"])))
+    """Live first (the status rank), then highest priority, then input order, then paragraph order."""
+    live = np.asarray(k["live"]).astype(np.int16)
+    return np.lexsort((np.asarray(k["para"]), np.asarray(k[ORD]), -np.asarray(k["prio"]), -live))
 
 
 def decisions(status: pa.Table, cfg: ExactDedupConfig) -> pa.Table:
@@ -330,6 +359,7 @@ class ExactDedup(GlobalStage):
             return metrics
         actors = ctx.actors(FilterShard, [(bits, k, c.load_filter, s, c.num_shards) for s in range(c.num_shards)])
         cols = [ORD, TEXT] + ([c.url_field] if c.key == "url" else []) + ([c.priority_column] if c.priority_column else [])
+        cols += [c.status_column] if c.status_column and c.status_column not in cols else []
         status = (ctx.read(ctx.files, cols).map("keys", _phase_keys, cfg=c)
                   .groupby("decide", "shard", c.num_shards, _phase_decide, concurrency=c.num_shards,
                            actors=actors, chunk=c.chunk))

@@ -148,3 +148,37 @@ def test_url_key_config_errors():
     cfg = ExactDedup(key="url", url_field="link").config
     with pytest.raises(KeyError, match="url_field 'link'"):
         keys(pa.table({"_ord": [0], "text": ["x"]}), cfg)
+
+
+def test_url_key_ranks_the_live_capture_first_then_the_newest():
+    """status_column: a 2xx capture beats any newer dead one (404, 301, 5xx); one without a
+    status (a resource record) comes between; dates of every form compare as times."""
+    u, v, w = "http://example.com/a", "http://example.com/b", "http://example.com/c"
+    rows = [  # (url, http_status, date)
+        (u, 404, "2024-06-01T00:00:00Z"),                   # newest, dead
+        (u, 200, "2021-01-01T00:00:00.000000Z"),            # the live one: kept
+        (u, 301, "2023-01-01T00:00:00Z"),
+        (u, None, "2022-01-01T00:00:00Z"),                  # no HTTP: after the 2xx, before the dead
+        (v, 404, "20140216050221"),                         # only dead captures: the newest stays
+        (v, 503, "2014-02-16T05:02:21.5Z"),                 # half a second newer than the ARC date
+        (w, None, "2020-01-01T00:00:00Z"),
+        (w, 500, "2025-01-01T00:00:00Z"),
+        (w, 200, "2019-01-01T00:00:00.000001Z"),            # two live ones: the newer,
+        (w, 204, "2019-01-01T00:00:00.000002Z"),            # by a microsecond
+    ]
+    table = pa.table({"id": [f"d{i}" for i in range(len(rows))], "text": [f"capture {i}" for i in range(len(rows))],
+                      "url": [r[0] for r in rows], "http_status": pa.array([r[1] for r in rows], pa.int32()),
+                      "date": [r[2] for r in rows]})
+    kept = [i for i, r in enumerate(ExactDedup(key="url", priority_column="date", status_column="http_status")(table)
+                                    ["reject_reason"].to_pylist()) if r is None]
+    assert kept == [1, 5, 9]
+    by_date = ExactDedup(key="url", priority_column="date")(table)["reject_reason"].to_pylist()
+    assert [i for i, r in enumerate(by_date) if r is None] == [0, 5, 7]  # the dead captures win on date alone
+    as_text = table.set_column(table.column_names.index("http_status"), "http_status",
+                               pa.array([None if r[1] is None else str(r[1]) for r in rows]))  # JSONL's "200"
+    live = ExactDedup(key="url", priority_column="date", status_column="http_status")
+    assert live(as_text)["reject_reason"].to_pylist() == live(table)["reject_reason"].to_pylist()
+    with pytest.raises(ValueError, match="needs key: url"):
+        ExactDedup(status_column="http_status")
+    with pytest.raises(KeyError, match="status_column 'http_status'"):
+        keys(pa.table({"_ord": [0], "text": ["x"], "url": [u]}), ExactDedup(key="url", status_column="http_status").config)
