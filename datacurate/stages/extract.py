@@ -67,10 +67,16 @@ class ResiliparseOptions:
 
 
 @dataclass
+class NativeOptions:
+    region: bool = opt(True, "keep only the best-scored region's prose (readability's step): drops teaser lists")
+
+
+@dataclass
 class ExtractConfig:
-    engine: Literal["trafilatura", "resiliparse"] = opt("trafilatura", "HTML -> text engine")
+    engine: Literal["trafilatura", "resiliparse", "native"] = opt("trafilatura", "HTML -> text engine")
     trafilatura: TrafilaturaOptions = field(default_factory=TrafilaturaOptions)
     resiliparse: ResiliparseOptions = field(default_factory=ResiliparseOptions)
+    native: NativeOptions = field(default_factory=NativeOptions)
     timeout: Optional[float] = opt(5.0, "seconds per document (extract/timeout); null = no limit, in process")
     html_types: list[str] = opt(["text/html", "application/xhtml+xml"],
                                 "content types extracted; a null content_type counts as HTML")

@@ -1,0 +1,289 @@
+"""Main-content extraction of our own over lexbor's DOM (selectolax): the ``native`` engine.
+
+Rules learned from the published main-content extractors and written here anew:
+
+* **Pruning** (trafilatura's ``MANUALLY_CLEANED`` tags and ``OVERALL_DISCARD_XPATH``,
+  readability's ``unlikelyCandidates``): subtrees that are never the article (scripts,
+  forms' controls, navigation, asides, footers, media), subtrees hidden from the reader
+  (``hidden``, ``aria-hidden``, ``display:none``), ARIA landmark roles of page chrome
+  (``navigation``, ``banner``, ``contentinfo``, ``complementary`` ...), and subtrees whose
+  class / id names say boilerplate (sidebar, share, comments, related, newsletter ...).
+  All selection runs in lexbor's CSS engine (C); Python only unlinks the matches.
+* **The article's container** (trafilatura's ``BODY_XPATH``, schema.org microdata): the
+  first landmark in order ``itemprop=articleBody``, class / id names of article bodies,
+  ``<article>``, ``<main>`` / ``role=main`` that holds enough of the page's text (the
+  largest of its kind); else the whole body.
+* **Blocks** (jusText, Pomikálek 2011; boilerpipe, Kohlschütter et al. 2010): the text
+  between block-level tags is one paragraph, with its characters inside links counted.
+  A paragraph is kept by its link density, its length in words and its final
+  punctuation; short ones take their neighbours' class (jusText's context step); the
+  page's leading and trailing short lines (bylines, dates, "share this") are cut.
+  Headings, list items, table cells and ``<pre>`` code are paragraphs as trafilatura keeps
+  them (tables included, comments left out).
+
+One walk over the DOM in Python: ``traverse(include_text=True)`` of the container, each
+text node assigned to its nearest block ancestor (a few ``parent`` steps through inline
+tags). Measured in ``benchmarks/eval_extract.py`` beside trafilatura and resiliparse.
+"""
+
+from __future__ import annotations
+
+import re
+
+from selectolax.lexbor import LexborHTMLParser
+
+# never content: scripts, styles, embedded media, page chrome and form controls (the
+# <form> itself stays: ASP.NET pages wrap the whole body in one)
+UNWANTED_TAGS = ["script", "style", "noscript", "template", "head", "iframe", "object", "embed", "applet",
+                 "svg", "math", "canvas", "video", "audio", "map", "picture", "source", "track", "nav",
+                 "aside", "footer", "menu", "button", "select", "textarea", "input", "label", "fieldset",
+                 "legend", "option", "datalist", "dialog", "frameset", "frame", "marquee"]
+
+_HIDDEN = ('[hidden]', '[aria-hidden="true"]', '[style*="display:none"]', '[style*="display: none"]',
+           '[style*="visibility:hidden"]', '[role="navigation"]', '[role="banner"]', '[role="contentinfo"]',
+           '[role="complementary"]', '[role="menu"]', '[role="menubar"]', '[role="search"]', '[role="dialog"]',
+           '[role="alert"]', '[role="toolbar"]', '[role="tablist"]', 'figcaption')
+# class / id substrings of boilerplate subtrees
+BOILERPLATE_NAMES = (
+    "sidebar", "widget", "share", "sharing", "social", "comment", "related", "recommend", "newsletter",
+    "subscri", "signup", "sign-up", "cookie", "consent", "gdpr", "breadcrumb", "footer", "masthead", "navbar",
+    "navigation", "pagination", "pager", "popup", "modal", "promo", "sponsor", "advert", "teaser", "tagcloud",
+    "tag-list", "taglist", "byline", "author-bio", "author-info", "authorinfo", "about-author", "skip-link",
+    "disqus", "outbrain", "taboola", "most-popular", "mostpopular", "trending", "read-more", "readmore",
+    "login", "copyright", "toolbar", "rating", "donate", "banner", "print-only", "screen-reader", "sr-only",
+    "visually-hidden", "visuallyhidden", "caption", "credit", "dateline", "timestamp", "post-meta",
+    "entry-meta", "article-meta", "meta-info", "prev-next", "nav-links", "post-navigation", "jump-to",
+    "toc", "hidden", "offscreen", "overlay", "ad-container", "ad-slot", "adslot", "ad-wrapper", "dfp",
+)
+# a matched name that also says content ("l-sidebar-fixed l-article-body-segment", "widget Blog")
+# is kept (readability's okMaybeItsACandidate), unless it is one of these
+_CONTENT_NAME = re.compile(r"content|article|body|main|entry|post|story|text|blog")
+_ALWAYS_BOILER = re.compile(r"comment|related|share|sharing|social|newsletter|cookie|consent|disqus|outbrain|taboola|"
+                            r"subscri|recommend|promo|advert|sponsor")
+# short names matched as whole class tokens / ids (as substrings they would hit "head", "load" ...)
+BOILERPLATE_TOKENS = ("nav", "menu", "ad", "ads", "tags", "meta", "share", "extra", "header", "date", "author")
+
+_BOILER_SELECTOR = ", ".join(
+    list(_HIDDEN)
+    + [f'[class*="{n}"], [id*="{n}"]' for n in BOILERPLATE_NAMES]
+    + [f'[class~="{t}"], [id="{t}"]' for t in BOILERPLATE_TOKENS])
+
+# containers of an article body, best first; each level's largest match that holds enough text wins
+_BODY_NAMES = ("article-body", "articlebody", "article__body", "article_body", "article-content",
+               "article__content", "articlecontent", "article-text", "articletext", "story-body", "storybody",
+               "story-content", "post-content", "postcontent", "post-body", "postbody", "post-entry",
+               "entry-content", "entry-body", "blog-post-body", "content-body", "body-text", "bodytext",
+               "field-body", "text-content", "main-text", "rich-text")
+LANDMARKS = ('[itemprop="articleBody"], [itemprop="articlebody"]',
+             ", ".join(f'[class*="{n}"], [id*="{n}"]' for n in _BODY_NAMES),
+             "article",
+             'main, [role="main"]')
+
+BLOCK_TAGS = frozenset(
+    "address article blockquote body dd details div dl dt figure h1 h2 h3 h4 h5 h6 hr html li main ol p pre "
+    "section summary table tbody td tfoot th thead tr ul center form".split())
+LIST_TAGS = frozenset("li dd dt td th".split())
+HEADINGS = frozenset("h1 h2 h3 h4 h5 h6".split())
+_SPACE = re.compile(r"\s+")
+_END_PUNCT = (".", "!", "?", ":", ";", '"', "”", "»", "。", "！", "？", ")", "…")
+
+MIN_ROOT_SHARE = 0.25  # a landmark holds at least this share of the page's text ...
+MIN_ROOT_CHARS = 250   # ... and at least this many characters
+MAX_LINK_DENSITY = 0.5
+MAX_OUTSIDE = 0.5      # the main region holds at least half of the good paragraphs' text
+GOOD_WORDS = 12        # a paragraph of this many words (few links) is content
+SHORT_WORDS = 5        # under this many words and no final punctuation: boilerplate unless context says
+
+
+def _prune(root, selector: str, guard_chars: int) -> None:
+    """Unlink every match of ``selector`` under ``root``, outermost only (a nested match goes
+    with its ancestor), except a match holding more than ``guard_chars`` of text: a wrapper
+    whose name happens to match (``has-sidebar``) is not boilerplate."""
+    hits = root.css(selector)
+    if not hits:
+        return
+    ids = {n.mem_id for n in hits}
+    stop = root.mem_id
+    for n in hits:
+        p = n.parent
+        nested = False
+        while p is not None and p.mem_id != stop:
+            if p.mem_id in ids:
+                nested = True
+                break
+            p = p.parent
+        if nested:
+            continue
+        name = f"{n.attributes.get('class') or ''} {n.attributes.get('id') or ''}".lower()
+        if _CONTENT_NAME.search(name) and not _ALWAYS_BOILER.search(name):
+            ids.discard(n.mem_id)
+            continue
+        if guard_chars and len(n.text(deep=True)) > guard_chars:
+            ids.discard(n.mem_id)
+            continue
+        n.decompose()
+
+
+def _container(body, total: int):
+    """The article's container: the first landmark level with a match holding enough text."""
+    need = max(MIN_ROOT_CHARS, MIN_ROOT_SHARE * total)
+    for sel in LANDMARKS:
+        best, best_len = None, 0
+        for n in body.css(sel):
+            k = len(n.text(deep=True))
+            if k > best_len:
+                best, best_len = n, k
+        if best is not None and best_len >= need:
+            return best
+    return body
+
+
+_IN_LINK = ", ".join(f"a {t}" for t in ("p", "div", "li", "span", "h1", "h2", "h3", "h4", "h5", "h6", "dd", "dt"))
+
+
+def _paragraphs(root) -> list[list]:
+    """[tag, text parts, link chars, block node] of each run of text under one block element, in order;
+    the text of a block inside a link (a teaser card wrapped in <a>) is all link text."""
+    in_link = {n.mem_id for n in root.css(_IN_LINK)}
+    paras: list[list] = []
+    cur_id = None
+    cur = None
+    for node in root.traverse(include_text=True, skip_empty=True):
+        if not node.is_text_node:
+            if node.tag == "br" and cur is not None:
+                cur[1].append("\n")
+            continue
+        p = node.parent
+        link = False
+        tag = p.tag
+        while tag not in BLOCK_TAGS:
+            if tag == "a" or p.mem_id in in_link:
+                link = True
+            q = p.parent
+            if q is None:
+                break
+            p, tag = q, q.tag
+        pid = p.mem_id
+        if pid in in_link:
+            link = True
+        if pid != cur_id:
+            cur_id = pid
+            cur = [tag, [], 0, p]
+            paras.append(cur)
+        t = node.text_content
+        cur[1].append(t)
+        if link:
+            cur[2] += len(t)
+    return paras
+
+
+def _main_region(paras: list[list], cls: list[str], texts: list[str]) -> None:
+    """Readability's candidate step (Arc90 2009) over the good paragraphs: each one's length
+    scores its parent (x1), grandparent (x1/2) and great-grandparent (x1/3); good paragraphs
+    outside the best-scored node and its well-scored siblings (>= 1/5 of its score) turn
+    bad: teaser cards and "more stories" lists with sentences of their own."""
+    good = [i for i, c in enumerate(cls) if c == "good"]
+    if len(good) < 2:
+        return
+    chains, score, parent = [], {}, {}
+    for i in good:
+        chain, node = [], paras[i][3]
+        while node is not None and len(chain) < 40:
+            chain.append(node.mem_id)
+            node = node.parent
+        chains.append(chain)
+        for a, b in zip(chain, chain[1:]):
+            parent[a] = b
+        for level, anc in enumerate(chain[1:4]):
+            score[anc] = score.get(anc, 0.0) + len(texts[i]) / (1, 2, 3)[level]
+    top = max(score, key=score.get)
+    total = sum(len(texts[i]) for i in good)
+    while True:
+        floor = score.get(top, 0.0) / 5
+        up = parent.get(top)
+        region = {top} | {a for a, s in score.items() if up is not None and parent.get(a) == up and s >= floor}
+        outside = [i for i, chain in zip(good, chains) if region.isdisjoint(chain)]
+        # a region that leaves out most of the good text is a fragment of the article: widen it
+        if up is None or sum(len(texts[i]) for i in outside) <= MAX_OUTSIDE * total:
+            break
+        top = up
+    for i in outside:
+        cls[i] = "bad"
+
+
+def _classify(paras: list[list], region: bool = True) -> list[str]:
+    """Each paragraph's text, "" when it is boilerplate (jusText-like: link density, length,
+    punctuation, then short paragraphs judged by their neighbours)."""
+    texts, cls, words = [], [], []
+    for tag, parts, link_chars, _ in paras:
+        text = _SPACE.sub(" ", "".join(parts)).strip() if tag != "pre" else "".join(parts).strip("\n")
+        texts.append(text)
+        n = len(text)
+        if not n:
+            cls.append("bad")
+            words.append(0)
+            continue
+        w = text.count(" ") + 1
+        if w * 20 < n:  # Chinese, Japanese, Thai: no spaces between words
+            w = n // 3
+        words.append(w)
+        density = link_chars / n
+        if tag in HEADINGS:
+            cls.append("heading" if density <= MAX_LINK_DENSITY else "bad")
+        elif density > MAX_LINK_DENSITY or (density > 0.25 and w < GOOD_WORDS):
+            cls.append("bad")
+        elif tag == "pre" or w >= GOOD_WORDS or (w >= SHORT_WORDS and text.endswith(_END_PUNCT)):
+            cls.append("good")
+        else:
+            cls.append("short")
+    if region:
+        _main_region(paras, cls, texts)
+    no_prose = "good" not in cls  # a table or list page: what is not link-heavy is its content
+    # short paragraphs and headings: content when the nearest judged paragraphs after them is good
+    # (headings, list items), or when content lies on both sides
+    n = len(cls)
+    nxt, prev = [None] * n, [None] * n
+    last = None
+    for i in range(n):
+        prev[i] = last
+        if cls[i] in ("good", "bad"):
+            last = cls[i]
+    last = None
+    for i in range(n - 1, -1, -1):
+        nxt[i] = last
+        if cls[i] in ("good", "bad"):
+            last = cls[i]
+    out = []
+    for i, c in enumerate(cls):
+        if c == "good":
+            keep = True
+        elif c == "heading":
+            keep = nxt[i] == "good" or no_prose
+        elif c == "short":  # between content, or a list / table row or a longer line beside it
+            keep = no_prose or (prev[i] == "good" and nxt[i] != "bad") or (nxt[i] == "good" and prev[i] != "bad") or (
+                (paras[i][0] in LIST_TAGS or words[i] >= SHORT_WORDS) and "good" in (prev[i], nxt[i]))
+        else:
+            keep = False
+        out.append(texts[i] if keep else "")
+    return out
+
+
+def native_text(html: str, options: dict | None = None) -> str:
+    """The main text of one page, paragraphs on their own lines ("" when none)."""
+    tree = LexborHTMLParser(html)
+    tree.strip_tags(UNWANTED_TAGS, recursive=True)
+    body = tree.body
+    if body is None:
+        return ""
+    total = len(body.text(deep=True))
+    if total < MIN_ROOT_CHARS:  # a page whose text sits inside a <noscript>, <nav> ... : scripts out only
+        tree = LexborHTMLParser(html)
+        tree.strip_tags(["script", "style", "template", "head"], recursive=True)
+        body = tree.body
+        total = len(body.text(deep=True)) if body is not None else 0
+    if not total:
+        return ""
+    root = _container(body, total)
+    _prune(root, _BOILER_SELECTOR, guard_chars=int(0.6 * len(root.text(deep=True))))
+    lines = [t for t in _classify(_paragraphs(root), (options or {}).get("region", True)) if t]
+    return "\n".join(lines)
