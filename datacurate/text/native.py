@@ -37,7 +37,7 @@ from selectolax.lexbor import LexborHTMLParser
 UNWANTED_TAGS = ["script", "style", "noscript", "template", "head", "iframe", "object", "embed", "applet",
                  "svg", "math", "canvas", "video", "audio", "map", "picture", "source", "track", "nav",
                  "aside", "footer", "menu", "button", "select", "textarea", "input", "label", "fieldset",
-                 "legend", "option", "datalist", "dialog", "frameset", "frame", "marquee"]
+                 "legend", "option", "datalist", "dialog", "frameset", "frame", "marquee", "figure"]
 
 _HIDDEN = ('[hidden]', '[aria-hidden="true"]', '[style*="display:none"]', '[style*="display: none"]',
            '[style*="visibility:hidden"]', '[role="navigation"]', '[role="banner"]', '[role="contentinfo"]',
@@ -207,8 +207,17 @@ def _main_region(paras: list[list], cls: list[str], texts: list[str]) -> None:
         if up is None or sum(len(texts[i]) for i in outside) <= MAX_OUTSIDE * total:
             break
         top = up
+    dropped = set(outside)
     for i in outside:
         cls[i] = "bad"
+    # a good paragraph just before the region with nothing bad between (a lead paragraph in a
+    # wrapper of its own) belongs to it; after the region, such runs are mostly teasers
+    last = None
+    for i in range(len(cls) - 1, -1, -1):
+        if i in dropped and last == "good":
+            cls[i] = "good"
+        elif cls[i] in ("good", "bad"):
+            last = cls[i]
 
 
 def _classify(paras: list[list], region: bool = True) -> list[str]:
@@ -219,7 +228,7 @@ def _classify(paras: list[list], region: bool = True) -> list[str]:
         text = _SPACE.sub(" ", "".join(parts)).strip() if tag != "pre" else "".join(parts).strip("\n")
         texts.append(text)
         n = len(text)
-        if not n:
+        if not n or (text[0] == "<" and text[-1] == ">"):  # markup shown as text (a <noscript> pixel)
             cls.append("bad")
             words.append(0)
             continue
@@ -228,7 +237,7 @@ def _classify(paras: list[list], region: bool = True) -> list[str]:
             w = n // 3
         words.append(w)
         density = link_chars / n
-        if tag in HEADINGS:
+        if tag in HEADINGS and (w < 2 * GOOD_WORDS or tag == "h1"):
             cls.append("heading" if density <= MAX_LINK_DENSITY else "bad")
         elif density > MAX_LINK_DENSITY or (density > 0.25 and w < GOOD_WORDS):
             cls.append("bad")
