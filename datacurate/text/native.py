@@ -45,7 +45,7 @@ _HIDDEN = ('[hidden]', '[aria-hidden="true"]', '[style*="display:none"]', '[styl
            '[role="alert"]', '[role="toolbar"]', '[role="tablist"]', 'figcaption')
 # class / id substrings of boilerplate subtrees
 BOILERPLATE_NAMES = (
-    "sidebar", "widget", "share", "sharing", "social", "comment", "related", "recommend", "newsletter",
+    "sidebar", "widget-area", "share", "sharing", "social", "comment", "related", "recommend", "newsletter",
     "subscri", "signup", "sign-up", "cookie", "consent", "gdpr", "breadcrumb", "footer", "masthead", "navbar",
     "navigation", "pagination", "pager", "popup", "modal", "promo", "sponsor", "advert", "teaser", "tagcloud",
     "tag-list", "taglist", "byline", "author-bio", "author-info", "authorinfo", "about-author", "skip-link",
@@ -58,10 +58,10 @@ BOILERPLATE_NAMES = (
 # a matched name that also says content ("l-sidebar-fixed l-article-body-segment", "widget Blog")
 # is kept (readability's okMaybeItsACandidate), unless it is one of these
 _CONTENT_NAME = re.compile(r"content|article|body|main|entry|post|story|text|blog")
-_ALWAYS_BOILER = re.compile(r"comment|related|share|sharing|social|newsletter|cookie|consent|disqus|outbrain|taboola|"
+_ALWAYS_BOILER = re.compile(r"comment|related|social|newsletter|cookie|consent|disqus|outbrain|taboola|"
                             r"subscri|recommend|promo|advert|sponsor")
 # short names matched as whole class tokens / ids (as substrings they would hit "head", "load" ...)
-BOILERPLATE_TOKENS = ("nav", "menu", "ad", "ads", "tags", "meta", "share", "extra", "header", "date", "author")
+BOILERPLATE_TOKENS = ("widget", "widgets", "nav", "menu", "ad", "ads", "tags", "meta", "share", "extra", "header", "date", "author")
 
 _BOILER_SELECTOR = ", ".join(
     list(_HIDDEN)
@@ -89,6 +89,7 @@ _END_PUNCT = (".", "!", "?", ":", ";", '"', "”", "»", "。", "！", "？", ")
 
 MIN_ROOT_SHARE = 0.25  # a landmark holds at least this share of the page's text ...
 MIN_ROOT_CHARS = 250   # ... and at least this many characters
+SPLIT_SHARE = 0.3      # matches of one landmark this large beside the largest: take their common ancestor
 MAX_LINK_DENSITY = 0.5
 MAX_OUTSIDE = 0.5      # the main region holds at least half of the good paragraphs' text
 GOOD_WORDS = 12        # a paragraph of this many words (few links) is content
@@ -128,14 +129,30 @@ def _container(body, total: int):
     """The article's container: the first landmark level with a match holding enough text."""
     need = max(MIN_ROOT_CHARS, MIN_ROOT_SHARE * total)
     for sel in LANDMARKS:
-        best, best_len = None, 0
-        for n in body.css(sel):
-            k = len(n.text(deep=True))
-            if k > best_len:
-                best, best_len = n, k
-        if best is not None and best_len >= need:
-            return best
+        hits = [(len(n.text(deep=True)), n) for n in body.css(sel)]
+        best_len = max((k for k, _ in hits), default=0)
+        if best_len < need:
+            continue
+        # several large matches (a page split in frames or articles): their common ancestor
+        big = [n for k, n in hits if k >= SPLIT_SHARE * best_len]
+        return _common_ancestor(big) if len(big) > 1 else next(n for k, n in hits if k == best_len)
     return body
+
+
+def _common_ancestor(nodes):
+    chains = []
+    for n in nodes:
+        chain = []
+        while n is not None:
+            chain.append(n)
+            n = n.parent
+        chains.append(chain[::-1])
+    common = chains[0][0]
+    for level in zip(*chains):
+        if len({n.mem_id for n in level}) > 1:
+            break
+        common = level[0]
+    return common
 
 
 _IN_LINK = ", ".join(f"a {t}" for t in ("p", "div", "li", "span", "h1", "h2", "h3", "h4", "h5", "h6", "dd", "dt"))
