@@ -91,7 +91,7 @@ MIN_ROOT_SHARE = 0.25  # a landmark holds at least this share of the page's text
 MIN_ROOT_CHARS = 250   # ... and at least this many characters
 SPLIT_SHARE = 0.3      # matches of one landmark this large beside the largest: take their common ancestor
 MAX_LINK_DENSITY = 0.5
-MAX_OUTSIDE = 0.5      # the main region holds at least half of the good paragraphs' text
+MAX_OUTSIDE = 0.35      # the main region holds at least half of the good paragraphs' text
 GOOD_WORDS = 12        # a paragraph of this many words (few links) is content
 SHORT_WORDS = 5        # under this many words and no final punctuation: boilerplate unless context says
 
@@ -237,7 +237,7 @@ def _main_region(paras: list[list], cls: list[str], texts: list[str]) -> None:
             last = cls[i]
 
 
-def _classify(paras: list[list], region: bool = True) -> list[str]:
+def _classify(paras: list[list], region: bool = True, landmark: bool = False) -> list[str]:
     """Each paragraph's text, "" when it is boilerplate (jusText-like: link density, length,
     punctuation, then short paragraphs judged by their neighbours)."""
     texts, cls, words = [], [], []
@@ -279,6 +279,11 @@ def _classify(paras: list[list], region: bool = True) -> list[str]:
         nxt[i] = last
         if cls[i] in ("good", "bad"):
             last = cls[i]
+    # inside an article landmark, a list or table after the first prose is the article's
+    good_before, seen = [False] * n, False
+    for i in range(n):
+        good_before[i] = seen
+        seen = seen or cls[i] == "good"
     out = []
     for i, c in enumerate(cls):
         if c == "good":
@@ -287,7 +292,8 @@ def _classify(paras: list[list], region: bool = True) -> list[str]:
             keep = nxt[i] == "good" or no_prose
         elif c == "short":  # between content, or a list / table row or a longer line beside it
             keep = no_prose or (prev[i] == "good" and nxt[i] != "bad") or (nxt[i] == "good" and prev[i] != "bad") or (
-                (paras[i][0] in LIST_TAGS or words[i] >= SHORT_WORDS) and "good" in (prev[i], nxt[i]))
+                (paras[i][0] in LIST_TAGS or words[i] >= SHORT_WORDS) and "good" in (prev[i], nxt[i])) or (
+                landmark and paras[i][0] in LIST_TAGS and (prev[i] == "good" or nxt[i] == "good" or good_before[i]))
         else:
             keep = False
         out.append(texts[i] if keep else "")
@@ -311,5 +317,5 @@ def native_text(html: str, options: dict | None = None) -> str:
         return ""
     root = _container(body, total)
     _prune(root, _BOILER_SELECTOR, guard_chars=int(0.6 * len(root.text(deep=True))))
-    lines = [t for t in _classify(_paragraphs(root), (options or {}).get("region", True)) if t]
+    lines = [t for t in _classify(_paragraphs(root), (options or {}).get("region", True), root.mem_id != body.mem_id) if t]
     return "\n".join(lines)
