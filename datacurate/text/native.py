@@ -224,17 +224,13 @@ def _main_region(paras: list[list], cls: list[str], texts: list[str]) -> None:
         if up is None or sum(len(texts[i]) for i in outside) <= MAX_OUTSIDE * total:
             break
         top = up
-    dropped = set(outside)
+    # good paragraphs before the region's first (a lead or standfirst in a wrapper of its own)
+    # belong to it; those after it or between its paragraphs are teasers, bios, asides
+    inside = [i for i in good if i not in set(outside)]
+    start = inside[0] if inside else len(cls)
     for i in outside:
-        cls[i] = "bad"
-    # a good paragraph just before the region with nothing bad between (a lead paragraph in a
-    # wrapper of its own) belongs to it; after the region, such runs are mostly teasers
-    last = None
-    for i in range(len(cls) - 1, -1, -1):
-        if i in dropped and last == "good":
-            cls[i] = "good"
-        elif cls[i] in ("good", "bad"):
-            last = cls[i]
+        if i > start:
+            cls[i] = "bad"
 
 
 def _classify(paras: list[list], region: bool = True, landmark: bool = False) -> list[str]:
