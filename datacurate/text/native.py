@@ -37,12 +37,11 @@ from selectolax.lexbor import LexborHTMLParser
 UNWANTED_TAGS = ["script", "style", "noscript", "template", "head", "iframe", "object", "embed", "applet",
                  "svg", "math", "canvas", "video", "audio", "map", "picture", "source", "track", "nav",
                  "aside", "footer", "menu", "button", "select", "textarea", "input", "label", "fieldset",
-                 "legend", "option", "datalist", "dialog", "frameset", "frame", "marquee", "figure"]
+                 "legend", "option", "datalist", "dialog", "frameset", "frame", "marquee", "figure", "figcaption"]
 
-_HIDDEN = ('[hidden]', '[aria-hidden="true"]', '[style*="display:none"]', '[style*="display: none"]',
-           '[style*="visibility:hidden"]', '[role="navigation"]', '[role="banner"]', '[role="contentinfo"]',
-           '[role="complementary"]', '[role="menu"]', '[role="menubar"]', '[role="search"]', '[role="dialog"]',
-           '[role="alert"]', '[role="toolbar"]', '[role="tablist"]', 'figcaption')
+# ARIA roles of page chrome
+BOILERPLATE_ROLES = frozenset("navigation banner contentinfo complementary menu menubar search dialog alert toolbar "
+                              "tablist".split())
 # class / id substrings of boilerplate subtrees
 BOILERPLATE_NAMES = (
     "sidebar", "widget-area", "share", "sharing", "social", "comment", "related", "recommend", "newsletter",
@@ -55,29 +54,25 @@ BOILERPLATE_NAMES = (
     "entry-meta", "article-meta", "meta-info", "prev-next", "nav-links", "post-navigation", "jump-to",
     "toc", "hidden", "offscreen", "overlay", "ad-container", "ad-slot", "adslot", "ad-wrapper", "dfp",
 )
+_BOILER_NAME = re.compile("|".join(map(re.escape, BOILERPLATE_NAMES)))
+# short names matched as whole class tokens / ids (as substrings they would hit "head", "load" ...)
+BOILERPLATE_TOKENS = frozenset(("widget", "widgets", "nav", "menu", "ad", "ads", "tags", "meta", "share", "extra",
+                                "header", "date", "author"))
 # a matched name that also says content ("l-sidebar-fixed l-article-body-segment", "widget Blog")
 # is kept (readability's okMaybeItsACandidate), unless it is one of these
 _CONTENT_NAME = re.compile(r"content|article|body|main|entry|post|story|text|blog")
 _ALWAYS_BOILER = re.compile(r"comment|related|social|newsletter|cookie|consent|disqus|outbrain|taboola|"
                             r"subscri|recommend|promo|advert|sponsor")
-# short names matched as whole class tokens / ids (as substrings they would hit "head", "load" ...)
-BOILERPLATE_TOKENS = ("widget", "widgets", "nav", "menu", "ad", "ads", "tags", "meta", "share", "extra", "header", "date", "author")
+_HIDDEN_STYLE = re.compile(r"display:\s*none|visibility:\s*hidden")
 
-_BOILER_SELECTOR = ", ".join(
-    list(_HIDDEN)
-    + [f'[class*="{n}"], [id*="{n}"]' for n in BOILERPLATE_NAMES]
-    + [f'[class~="{t}"], [id="{t}"]' for t in BOILERPLATE_TOKENS])
-
-# containers of an article body, best first; each level's largest match that holds enough text wins
-_BODY_NAMES = ("article-body", "articlebody", "article__body", "article_body", "article-content",
-               "article__content", "articlecontent", "article-text", "articletext", "story-body", "storybody",
-               "story-content", "post-content", "postcontent", "post-body", "postbody", "post-entry",
-               "entry-content", "entry-body", "blog-post-body", "content-body", "body-text", "bodytext",
-               "field-body", "text-content", "main-text", "rich-text")
-LANDMARKS = ('[itemprop="articleBody"], [itemprop="articlebody"]',
-             ", ".join(f'[class*="{n}"], [id*="{n}"]' for n in _BODY_NAMES),
-             "article",
-             'main, [role="main"]')
+# class / id names of article-body containers (trafilatura's BODY_XPATH, learned from CMS themes)
+_BODY_NAME = re.compile("|".join((
+    "article-body", "articlebody", "article__body", "article_body", "article-content", "article__content",
+    "articlecontent", "article-text", "articletext", "story-body", "storybody", "story-content", "post-content",
+    "postcontent", "post-body", "postbody", "post-entry", "entry-content", "entry-body", "blog-post-body",
+    "content-body", "body-text", "bodytext", "field-body", "text-content", "main-text", "rich-text")))
+# what one CSS query (C) hands to the Python scan: elements with a name, role, style or landmark tag
+_SCAN = "[class], [id], [role], [style], [hidden], [aria-hidden], [itemprop], article, main"
 
 BLOCK_TAGS = frozenset(
     "address article blockquote body dd details div dl dt figure h1 h2 h3 h4 h5 h6 hr html li main ol p pre "
@@ -96,40 +91,59 @@ GOOD_WORDS = 12        # a paragraph of this many words (few links) is content
 SHORT_WORDS = 5        # under this many words and no final punctuation: boilerplate unless context says
 
 
-def _prune(root, selector: str, guard_chars: int) -> None:
-    """Unlink every match of ``selector`` under ``root``, outermost only (a nested match goes
-    with its ancestor), except a match holding more than ``guard_chars`` of text: a wrapper
-    whose name happens to match (``has-sidebar``) is not boilerplate."""
-    hits = root.css(selector)
-    if not hits:
-        return
+def _scan(body) -> tuple[list[list], list]:
+    """One pass over the named elements: the landmark candidates by level (``itemprop=
+    articleBody``, article-body class / id names, ``<article>``, ``<main>`` / ``role=main``)
+    and the boilerplate subtrees (hidden, a chrome ARIA role, a boilerplate class / id)."""
+    levels: list[list] = [[], [], [], []]
+    boiler = []
+    for n in body.css(_SCAN):
+        a = n.attributes
+        name = f"{a.get('class') or ''} {a.get('id') or ''}".lower()
+        prop = a.get("itemprop")
+        if prop is not None and prop.lower() == "articlebody":
+            levels[0].append(n)
+        elif _BODY_NAME.search(name):
+            levels[1].append(n)
+        tag, role = n.tag, a.get("role")
+        if tag == "article":
+            levels[2].append(n)
+        elif tag == "main" or role == "main":
+            levels[3].append(n)
+        style = a.get("style")
+        if ("hidden" in a or a.get("aria-hidden") == "true" or role in BOILERPLATE_ROLES
+                or (style is not None and _HIDDEN_STYLE.search(style.lower())) or _BOILER_NAME.search(name)
+                or not BOILERPLATE_TOKENS.isdisjoint(name.split())):
+            if not _CONTENT_NAME.search(name) or _ALWAYS_BOILER.search(name):
+                boiler.append(n)
+    return levels, boiler
+
+
+def _prune(hits: list, guard_chars: int) -> None:
+    """Unlink the boilerplate subtrees, outermost only (a nested match goes with its
+    ancestor), except one holding more than ``guard_chars`` of text: a wrapper whose name
+    happens to match (``has-sidebar``), or an ancestor of the article's container."""
     ids = {n.mem_id for n in hits}
-    stop = root.mem_id
+    above = []  # the matched ancestors of each match, all found before the tree changes
     for n in hits:
-        p = n.parent
-        nested = False
-        while p is not None and p.mem_id != stop:
+        anc, p = [], n.parent
+        while p is not None:
             if p.mem_id in ids:
-                nested = True
-                break
+                anc.append(p.mem_id)
             p = p.parent
-        if nested:
-            continue
-        name = f"{n.attributes.get('class') or ''} {n.attributes.get('id') or ''}".lower()
-        if _CONTENT_NAME.search(name) and not _ALWAYS_BOILER.search(name):
-            ids.discard(n.mem_id)
-            continue
-        if guard_chars and len(n.text(deep=True)) > guard_chars:
-            ids.discard(n.mem_id)
-            continue
-        n.decompose()
+        above.append(anc)
+    removed: set = set()
+    for n, anc in zip(hits, above):  # document order: an ancestor is decided before its descendants
+        if removed.isdisjoint(anc) and len(n.text(deep=True)) <= guard_chars:
+            removed.add(n.mem_id)
+            n.decompose()
 
 
-def _container(body, total: int):
+def _container(levels: list[list], body, total: int):
     """The article's container: the first landmark level with a match holding enough text."""
     need = max(MIN_ROOT_CHARS, MIN_ROOT_SHARE * total)
-    for sel in LANDMARKS:
-        hits = [(len(n.text(deep=True)), n) for n in body.css(sel)]
+    for nodes in levels:
+        hits = [(len(n.text(deep=True)), n) for n in nodes]
         best_len = max((k for k, _ in hits), default=0)
         if best_len < need:
             continue
@@ -311,7 +325,8 @@ def native_text(html: str, options: dict | None = None) -> str:
         total = len(body.text(deep=True)) if body is not None else 0
     if not total:
         return ""
-    root = _container(body, total)
-    _prune(root, _BOILER_SELECTOR, guard_chars=int(0.6 * len(root.text(deep=True))))
+    levels, boiler = _scan(body)
+    root = _container(levels, body, total)
+    _prune(boiler, guard_chars=int(0.6 * len(root.text(deep=True))))
     lines = [t for t in _classify(_paragraphs(root), (options or {}).get("region", True), root.mem_id != body.mem_id) if t]
     return "\n".join(lines)
