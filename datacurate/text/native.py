@@ -99,24 +99,43 @@ def _scan(body) -> tuple[list[list], list]:
     boiler = []
     for n in body.css(_SCAN):
         a = n.attributes
-        name = f"{a.get('class') or ''} {a.get('id') or ''}".lower()
+        name = f"{a.get('class') or ''} {a.get('id') or ''}"
+        kind = _NAMES.get(name)
+        if kind is None:
+            kind = _name_kind(name)
         prop = a.get("itemprop")
         if prop is not None and prop.lower() == "articlebody":
             levels[0].append(n)
-        elif _BODY_NAME.search(name):
+        elif kind[0]:
             levels[1].append(n)
         tag, role = n.tag, a.get("role")
         if tag == "article":
             levels[2].append(n)
         elif tag == "main" or role == "main":
             levels[3].append(n)
-        style = a.get("style")
-        if ("hidden" in a or a.get("aria-hidden") == "true" or role in BOILERPLATE_ROLES
-                or (style is not None and _HIDDEN_STYLE.search(style.lower())) or _BOILER_NAME.search(name)
-                or not BOILERPLATE_TOKENS.isdisjoint(name.split())):
-            if not _CONTENT_NAME.search(name) or _ALWAYS_BOILER.search(name):
+        if kind[1] == 1:
+            boiler.append(n)
+        elif kind[1] == 0:
+            style = a.get("style")
+            if ("hidden" in a or a.get("aria-hidden") == "true" or role in BOILERPLATE_ROLES
+                    or (style is not None and _HIDDEN_STYLE.search(style.lower()))):
                 boiler.append(n)
     return levels, boiler
+
+
+_NAMES: dict = {}  # "class id" -> _name_kind (names repeat across elements and pages)
+
+
+def _name_kind(name: str) -> tuple[bool, int]:
+    """(an article-body name?, 1: a boilerplate name, 0: neutral, -1: says content)."""
+    low = name.lower()
+    says_content = _CONTENT_NAME.search(low) is not None and _ALWAYS_BOILER.search(low) is None
+    boiler = _BOILER_NAME.search(low) is not None or not BOILERPLATE_TOKENS.isdisjoint(low.split())
+    kind = (_BODY_NAME.search(low) is not None, -1 if says_content else int(boiler))
+    if len(_NAMES) > 200_000:
+        _NAMES.clear()
+    _NAMES[name] = kind
+    return kind
 
 
 def _prune(hits: list, guard_chars: int) -> None:
