@@ -135,3 +135,15 @@ def test_sandbox_crash_is_that_item_only():
     box = Sandbox(crash_on_zero, timeout=30)
     assert box.map([1, 0, 2]) == [(OK, 2), (CRASH, None), (OK, 4)]
     box.close()
+
+
+def test_eval_metrics_and_held_back_split():
+    """The second set's metric is trafilatura's ``count_item``; the held-back quarter is a
+    fixed function of set and page id."""
+    item = {"with": ["the river rose", "opened  the school"], "without": ["Copyright 2024"]}
+    assert eval_extract.snippet_counts(item, "At night the river\nrose. They opened the school.") == (2, 0, 0, 1)
+    assert eval_extract.snippet_counts(item, "Copyright 2024 Example News") == (0, 1, 2, 0)
+    assert eval_extract.snippet_prf([(2, 0, 0, 1), (0, 1, 2, 0)])["precision"] == 2 / 3
+    ids = sorted(eval_extract.load_pages())
+    held = [k for k in ids if eval_extract.held_back("aeb", k)]
+    assert held == [k for k in ids if eval_extract.held_back("aeb", k)] and 0.1 < len(held) / len(ids) < 0.4
