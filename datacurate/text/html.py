@@ -28,7 +28,13 @@ def resiliparse_text(html: str, options: dict[str, Any]) -> str:
     return extract_plain_text(HTMLTree.parse(html), **options)
 
 
-ENGINES = {"trafilatura": trafilatura_text, "resiliparse": resiliparse_text}
+def native_text(html: str, options: dict[str, Any]) -> str:
+    from datacurate.text.native import native_text as extract_native
+
+    return extract_native(html, options)
+
+
+ENGINES = {"trafilatura": trafilatura_text, "resiliparse": resiliparse_text, "native": native_text}
 
 
 def extract(html: str, engine: str, options: dict[str, Any]) -> tuple[str, str]:

@@ -1,0 +1,166 @@
+"""Pages per CPU-second of a whole ``datacurate run`` of an extract-only pipeline against a
+plain in-process loop, on one WARC, every process of each arm counted.
+
+The WARC holds ``--repeat`` copies of every page of ``eval_extract.py``'s sets (each copy
+its own URL; ``response`` records with the HTTP header, as Common Crawl writes them). Arms:
+
+* ``loop:<engine>``: one Python process, FastWARC's ``ArchiveIterator`` over the response
+  records, UTF-8 decoding, the engine called per page (trafilatura with FineWeb's
+  settings: the baseline of the 5x target);
+* ``run:<engine>``: ``datacurate run`` of ``stages: [extract: {engine: ...}]`` (``ray.num_cpus
+  = 1``), as a user runs it: our WARC reader, Ray's start-up and workers, the stage's
+  sandbox child, the Parquet writers.
+
+CPU seconds: each arm starts inside a cgroup v1 ``cpuacct`` group of its own (root only:
+``/sys/fs/cgroup/cpuacct``), and its ``cpuacct.usage`` is read after, so Ray's daemons and
+workers count too. Without that group the figure falls back to ``RUSAGE_CHILDREN`` (processes
+that detach from the run, Ray's daemons, are then missed: flagged in the JSON).
+
+Ray's start-up is a fixed cost of a run, so a run's pages per CPU-second grows with the
+WARC; with two sizes (``--repeat 1 4``) the JSON also gives each run's fixed CPU seconds
+and its marginal pages per CPU-second (the rate a large crawl approaches).
+
+    python benchmarks/bench_extract_run.py --pages DIR --trafilatura-tests DIR --repeat 1 4
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CGROUP = Path("/sys/fs/cgroup/cpuacct")
+ARMS = ["loop:trafilatura", "loop:native", "run:native", "run:resiliparse"]
+
+
+def loop(warc: Path, engine: str) -> int:
+    """The plain loop: FastWARC, decode, extract; returns pages with text."""
+    from fastwarc.warc import ArchiveIterator, WarcRecordType
+
+    sys.path.insert(0, str(ROOT))
+    from datacurate.stages.extract import ExtractConfig
+    from datacurate.text.html import extract
+
+    opts = ExtractConfig(engine=engine).engine_options()
+    n = 0
+    with open(warc, "rb") as f:
+        for rec in ArchiveIterator(f, record_types=WarcRecordType.response, parse_http=True):
+            html = rec.reader.read().decode("utf-8", "replace")
+            n += bool(extract(html, engine, opts)[0].strip())
+    return n
+
+
+def measure(cmd: list[str], name: str, env: dict) -> dict:
+    """Run ``cmd``; CPU seconds of every process it started (cgroup), wall seconds."""
+    group = CGROUP / f"bench_extract_{os.getpid()}_{name.replace(':', '_')}"
+    use_cgroup = os.geteuid() == 0 and CGROUP.is_dir()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    if use_cgroup:
+        group.mkdir()
+        cmd = ["sh", "-c", f'echo $$ > {group}/cgroup.procs && exec "$@"', "sh", *cmd]
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tempfile.gettempdir())
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if use_cgroup:
+        time.sleep(1.0)  # Ray's daemons exit after the driver
+        cpu = int((group / "cpuacct.usage").read_text()) / 1e9
+        for pid in (group / "cgroup.procs").read_text().split():  # stragglers of the run: ours to end
+            try:
+                os.kill(int(pid), 9)
+            except ProcessLookupError:
+                pass
+        time.sleep(0.5)
+        group.rmdir()
+    else:
+        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    if p.returncode:
+        return {"error": p.stderr.strip().splitlines()[-3:]}
+    return {"cpu_s": round(cpu, 2), "wall_s": round(wall, 2), "cpu_source": "cgroup" if use_cgroup else "rusage",
+            "stdout_tail": p.stdout.strip().splitlines()[-1:]}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--pages", type=Path, default=ROOT / "benchmarks" / "data" / "article-extraction")
+    ap.add_argument("--trafilatura-tests", type=Path)
+    ap.add_argument("--repeat", type=int, nargs="+", default=[1, 4],
+                    help="copies of each page in the WARC; two sizes give the run's fixed and per-page cost")
+    ap.add_argument("--arms", nargs="*", default=ARMS)
+    ap.add_argument("--loop", help=argparse.SUPPRESS)
+    ap.add_argument("--warc", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "extract_run.json")
+    args = ap.parse_args()
+    if args.loop:
+        import _common  # noqa: F401  (one core, one thread)
+
+        print(loop(args.warc, args.loop))
+        return
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import yaml
+    from bench_extract_warc import build_warc
+    from eval_extract import load_pages, load_trafilatura_eval
+
+    pages = {f"aeb/{k}": v for k, v in load_pages(args.pages).items()}
+    if args.trafilatura_tests:
+        pages.update({f"trafilatura/{i}": v for i, v in enumerate(load_trafilatura_eval(args.trafilatura_tests).values())})
+    env = dict(os.environ, PYTHONPATH=str(ROOT), RAY_AUTH_MODE="disabled")
+    res: dict = {"distinct_pages": len(pages), "loadavg_start": open("/proc/loadavg").read().split()[:3], "sizes": {}}
+    with tempfile.TemporaryDirectory(prefix="bench_extract_run_") as tmp:
+        env["RAY_TMPDIR"] = str(Path(tmp) / "ray")
+        for rep in args.repeat:
+            warc = Path(tmp) / f"pages_x{rep}.warc.gz"
+            n = build_warc(pages, rep, warc)
+            size = res["sizes"][str(rep)] = {"records": n, "warc_bytes": warc.stat().st_size, "arms": {}}
+            for arm in args.arms:
+                kind, engine = arm.split(":")
+                if kind == "loop" and rep != args.repeat[0]:
+                    continue  # a loop's rate does not depend on the WARC's size
+                if kind == "loop":
+                    cmd = [sys.executable, str(Path(__file__).resolve()), "--loop", engine, "--warc", str(warc)]
+                else:
+                    out = Path(tmp) / f"out_{engine}_x{rep}"
+                    pipe = Path(tmp) / f"{engine}.yaml"
+                    pipe.write_text(yaml.safe_dump({"input": {"path": str(warc)}, "output": str(out),
+                                                    "ray": {"num_cpus": 1}, "stages": [{"extract": {"engine": engine}}]}))
+                    cmd = [sys.executable, "-m", "datacurate.cli", "run", str(pipe), "--quiet", "--no-report"]
+                r = measure(cmd, f"{arm}_x{rep}", env)
+                if "cpu_s" in r:
+                    r["pages_per_cpu_s"] = round(n / r["cpu_s"], 1)
+                if kind == "run" and "cpu_s" in r:
+                    stats = json.loads((out / "stats.json").read_text())
+                    r["kept"], r["rejected"] = stats["totals"]["kept"], stats["totals"].get("rejected")
+                size["arms"][arm] = r
+                print(rep, arm, r, flush=True)
+            warc.unlink()
+        first = res["sizes"][str(args.repeat[0])]
+        base = first["arms"].get("loop:trafilatura", {}).get("pages_per_cpu_s")
+        for size in res["sizes"].values():
+            for r in size["arms"].values():
+                if base and "pages_per_cpu_s" in r:
+                    r["x_trafilatura_loop"] = round(r["pages_per_cpu_s"] / base, 2)
+        if len(args.repeat) > 1:  # a run's fixed cost (Ray's start-up) and its cost per page, from two sizes
+            a, b = res["sizes"][str(args.repeat[0])], res["sizes"][str(args.repeat[-1])]
+            res["marginal"] = {}
+            for arm in a["arms"]:
+                ra, rb = a["arms"][arm], b["arms"].get(arm, {})
+                if arm.startswith("run:") and "cpu_s" in ra and "cpu_s" in rb and rb["cpu_s"] > ra["cpu_s"]:
+                    per_page = (rb["cpu_s"] - ra["cpu_s"]) / (b["records"] - a["records"])
+                    res["marginal"][arm] = {"fixed_cpu_s": round(ra["cpu_s"] - per_page * a["records"], 1),
+                                            "pages_per_cpu_s": round(1 / per_page, 1),
+                                            "x_trafilatura_loop": round(1 / per_page / base, 2) if base else None}
+        res["loadavg_end"] = open("/proc/loadavg").read().split()[:3]
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(res, indent=1) + "\n")
+    print(json.dumps(res.get("marginal"), indent=1))
+
+
+if __name__ == "__main__":
+    main()
