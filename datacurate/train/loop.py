@@ -40,6 +40,7 @@ from datacurate.train import checkpoint, remote
 from datacurate.train.data import DeviceBatches, ShardDataset, StepSampler
 from datacurate.train.doremi import GroupDRO
 from datacurate.train.evaluate import eval_loss, eval_tokens
+from datacurate.train.fused_loss import resolve as resolve_loss
 from datacurate.train.model import GPT, compile_model
 from datacurate.train.objective import Objective, Part, PlainObjective
 from datacurate.train.rho1 import Reference, Rho1Objective
@@ -86,13 +87,14 @@ def peak_flops(device: str) -> float | None:
 
 
 def make_objective(cfg: TrainConfig, dro: GroupDROConfig | None, ds: ShardDataset, device: str, autocast,
-                   compiled: bool, main: bool) -> Objective:
-    """The loss from the config: Group DRO for a DoReMi proxy, RHO-1 with a reference, else plain."""
+                   compiled: bool, main: bool, head: str = "plain") -> Objective:
+    """The loss from the config: Group DRO for a DoReMi proxy, RHO-1 with a reference, else plain
+    (``head``: the loss head a frozen reference's forward pass uses, as the trained model's)."""
     if dro is not None:
         return GroupDRO(ds, device, autocast, dro.reference, dro.eta, dro.smoothing, dro.sidecar,
-                        dro.out_dir if main else None, compiled)
+                        dro.out_dir if main else None, compiled, head)
     if cfg.rho1.reference:
-        return Rho1Objective(Reference(cfg.rho1.reference, ds, device, cfg.rho1.sidecar, autocast, compiled),
+        return Rho1Objective(Reference(cfg.rho1.reference, ds, device, cfg.rho1.sidecar, autocast, compiled, head),
                              cfg.rho1.ratio)
     return PlainObjective()
 
@@ -121,10 +123,11 @@ def _train(cfg: TrainConfig, ckpts: remote.Checkpoints, resume: bool, log, objec
     shape = cfg.model.resolve(vocab_size=int(ds.tokenizer["vocab_size"]), max_seq_len=max(ds.seq_lens))
     if shape.max_seq_len < max(ds.seq_lens):
         raise ConfigError(f"model.max_seq_len {shape.max_seq_len} is shorter than the longest bucket ({max(ds.seq_lens)})")
-    model = GPT(shape).to(device)
+    head = resolve_loss(cfg.loss, device)  # plain logits, or a fused linear + cross-entropy
+    model = GPT(shape, loss=head).to(device)
     opt = make_optimizer(model, cfg, device)
     compiled = cfg.compile if cfg.compile is not None else device == "cuda"
-    obj = make_objective(cfg, objective, ds, device, autocast, compiled, main)
+    obj = make_objective(cfg, objective, ds, device, autocast, compiled, main, head)
     metrics_path = os.path.join(cfg.output, "metrics.jsonl")
     meta = {"shape": asdict(shape), "tokenizer_sha256": ds.tokenizer["sha256"], "config": to_dict(cfg),
             "domains": ds.domains}
@@ -145,7 +148,7 @@ def _train(cfg: TrainConfig, ckpts: remote.Checkpoints, resume: bool, log, objec
             yaml.safe_dump(to_dict(cfg), f, sort_keys=False)
         log(f"[train] {cfg.model.preset} GPT {shape.n_layer}x{shape.n_embd}: {model.describe_params()}; "
             f"{len(ds):,} sequences in buckets {ds.seq_lens}, {cfg.steps} steps x {cfg.data.tokens_per_step:,} "
-            f"tokens on {device} x {world}, {obj.describe()}" + (f", resuming at step {start}" if start else ""))
+            f"tokens on {device} x {world}, {obj.describe()}, loss head {head}" + (f", resuming at step {start}" if start else ""))
     # one graph per bucket length (dataset decomposition has a handful), not dynamic shapes
     net = compile_model(model) if compiled else model
     ids = [torch.cuda.current_device()] if device == "cuda" else None
