@@ -299,8 +299,8 @@ class PeakMemory:
         with open("/proc/self/status") as f:
             return next(int(ln.split()[1]) * 1024 for ln in f if ln.startswith(key))
 
-    def measure(self, fn) -> tuple[float, int]:
-        """``(seconds fn took, peak bytes above the start)``."""
+    def measure(self, fn) -> tuple[float, float, int]:
+        """``(seconds fn took, CPU seconds of this process meanwhile, peak bytes above the start)``."""
         import gc
 
         gc.collect()
@@ -308,17 +308,17 @@ class PeakMemory:
             torch.cuda.synchronize()
             base = torch.cuda.memory_allocated()
             torch.cuda.reset_peak_memory_stats()
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             fn()
             torch.cuda.synchronize()
-            return time.perf_counter() - t0, torch.cuda.max_memory_allocated() - base
+            return time.perf_counter() - t0, time.process_time() - c0, torch.cuda.max_memory_allocated() - base
         self.libc.malloc_trim(0)
         with open("/proc/self/clear_refs", "w") as f:
             f.write("5")  # VmHWM := VmRSS
         base = self._status("VmRSS")
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         fn()
-        return time.perf_counter() - t0, self._status("VmHWM") - base
+        return time.perf_counter() - t0, time.process_time() - c0, self._status("VmHWM") - base
 
 
 class FusedRace:
@@ -330,7 +330,7 @@ class FusedRace:
     (sequences per forward; the step's tokens stay ``--tokens-per-step``, split as the loop's
     ``grad_accum`` splits them) with the heads interleaved step by step; a head that runs out
     of memory at a size is not tried at larger ones. Best = the micro-batch of the highest
-    tokens/s. Plus the correctness check: the same seed trained ``--curve-steps`` steps with
+    tokens/s (on CPU: tokens per CPU-second, one torch thread). Plus the correctness check: the same seed trained ``--curve-steps`` steps with
     each head from one initialisation gives the same loss curve (bf16 autocast on CUDA:
     within 3e-2 relative, as the gpu tests' CPU-vs-CUDA check; fp32: 1e-4)."""
 
@@ -345,6 +345,8 @@ class FusedRace:
         if self.heads[0] != "plain":
             sys.exit("bench_train: --fused-heads starts with plain (the heads are compared with it)")
         self.meter = PeakMemory(self.device)
+        # on a shared CPU wall time swings with the load, CPU seconds do not (one torch thread)
+        self.rank_by = "tokens_per_s" if cuda else "tokens_per_cpu_s"
 
     def build(self, preset: str, L: int, seed: int = 0):
         shape = ModelConfig(preset=preset).resolve(self.args.vocab, max(self.args.fused_lengths))
@@ -383,7 +385,7 @@ class FusedRace:
         sizes = sorted({min(m, B) for m in a.micro_batch})
         rows, n, fits = [], 0, {h: True for h in self.heads}
         for mb in sizes:
-            arms = {h: {"step_s": [], "peak": 0} for h in self.heads if fits[h]}
+            arms = {h: {"step_s": [], "cpu_s": [], "peak": 0} for h in self.heads if fits[h]}
             for r in range(a.warmup + a.repeats):
                 order = list(arms)[r % len(arms):] + list(arms)[:r % len(arms)] if arms else []
                 for h in order:
@@ -391,7 +393,7 @@ class FusedRace:
                         continue
                     tokens = self.batch(B, L, n % 4)
                     try:
-                        dt, peak = self.meter.measure(lambda: self.step(model, fwd, opt, cfg, tokens, mb, h, n))
+                        dt, cpu, peak = self.meter.measure(lambda: self.step(model, fwd, opt, cfg, tokens, mb, h, n))
                     except torch.OutOfMemoryError:
                         fits[h] = False
                         opt.zero_grad(set_to_none=True)
@@ -401,25 +403,29 @@ class FusedRace:
                     n += 1
                     if r >= a.warmup:
                         arms[h]["step_s"].append(dt)
+                        arms[h]["cpu_s"].append(cpu)
                         arms[h]["peak"] = max(arms[h]["peak"], peak)
             for h, v in arms.items():
                 row = {"head": h, "micro_batch": mb, "grad_accum": math.ceil(B / mb), "oom": v.get("oom", False)}
                 if v["step_s"] and not row["oom"]:
                     s = statistics.median(v["step_s"])
                     tps = B * L / s
-                    row.update(median_step_s=round(s, 4), tokens_per_s=round(tps, 1), peak_memory_gib=round(v["peak"] / 2**30, 3),
+                    row.update(median_step_s=round(s, 4), tokens_per_s=round(tps, 1),
+                               median_step_cpu_s=round(statistics.median(v["cpu_s"]), 4),
+                               tokens_per_cpu_s=round(B * L / statistics.median(v["cpu_s"]), 1),
+                               peak_memory_gib=round(v["peak"] / 2**30, 3),
                                mfu=model.flops_per_token(L) * tps / PEAK_BF16 if self.device == "cuda" else None)
                 rows.append(row)
         best = {}
         for h in self.heads:
             ok = [r for r in rows if r["head"] == h and "tokens_per_s" in r]
-            best[h] = max(ok, key=lambda r: r["tokens_per_s"]) if ok else None
+            best[h] = max(ok, key=lambda r: r[self.rank_by]) if ok else None
         fitted = {h: max([r["micro_batch"] for r in rows if r["head"] == h and "tokens_per_s" in r], default=0)
                   for h in self.heads}
         out = {"preset": preset, "seq_len": L, "sequences_per_step": B, "params": model.num_params(), "sweep": rows,
                "best": best, "largest_micro_batch_that_fits": fitted}
         if best.get("plain"):
-            out["best_over_plain"] = {h: b["tokens_per_s"] / best["plain"]["tokens_per_s"]
+            out["best_over_plain"] = {h: b[self.rank_by] / best["plain"][self.rank_by]
                                       for h, b in best.items() if b and h != "plain"}
         return out
 
@@ -440,7 +446,7 @@ class FusedRace:
 
     def run(self) -> dict:
         a = self.args
-        res = {"heads": self.heads, "micro_batch_sweep": a.micro_batch, "vocab": a.vocab,
+        res = {"heads": self.heads, "micro_batch_sweep": a.micro_batch, "vocab": a.vocab, "ranked_by": self.rank_by,
                "tokens_per_step": a.tokens_per_step, "compile": self.device == "cuda",
                "memory": "max_memory_allocated above the step's start" if self.device == "cuda" else
                "resident high-water mark above the step's start (VmHWM; glibc unmaps blocks >= 128 KiB at free)",

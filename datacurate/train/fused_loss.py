@@ -28,6 +28,7 @@ chunk instead of all tokens.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import math
 
@@ -38,8 +39,17 @@ KINDS = ("auto", "fused", "plain")
 FUSED_BY_DEFAULT: frozenset[str] = frozenset()  # device types where ``auto`` means fused: none measured yet
 
 
+@functools.lru_cache(maxsize=1)
 def liger_available() -> bool:
-    return importlib.util.find_spec("liger_kernel") is not None
+    """Liger Kernel's head imports (it needs triton and a torch it supports); the loop's first
+    log line names the head a run took, so an installed but broken Liger shows as ``chunked``."""
+    if importlib.util.find_spec("liger_kernel") is None:
+        return False
+    try:
+        from liger_kernel.transformers.fused_linear_cross_entropy import LigerFusedLinearCrossEntropyLoss  # noqa: F401
+    except Exception:  # noqa: BLE001 - any import failure (no triton, an unsupported torch) means: not usable
+        return False
+    return True
 
 
 def resolve(kind: str, device: str) -> str:
