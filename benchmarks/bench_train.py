@@ -280,11 +280,15 @@ class Bench:
 
 
 class PeakMemory:
-    """Bytes a call holds at its high point above what was held before it. CUDA: the caching
-    allocator's ``max_memory_allocated``. CPU: the process's resident high-water mark (VmHWM,
-    reset through ``/proc/self/clear_refs``) after glibc is told to give every block of 128 KiB
-    or more back at free (``mallopt(M_MMAP_THRESHOLD)``; otherwise freed tensors stay resident
-    and the next call's peak hides in them), so resident memory follows the live tensors."""
+    """Time and peak memory of a call. Peak = bytes held at the call's high point above what
+    was held before it. CUDA: the caching allocator's ``max_memory_allocated``. CPU: the
+    process's resident high-water mark (VmHWM, reset through ``/proc/self/clear_refs``) while
+    glibc gives every block of 128 KiB or more back at free (``mallopt(M_MMAP_THRESHOLD)``,
+    so resident memory follows the live tensors); that costs page faults, so on CPU the
+    memory step is a step of its own, and timed steps run with the threshold at glibc's
+    ceiling (32 MiB)."""
+
+    MMAP_THRESHOLD = -3  # mallopt's M_MMAP_THRESHOLD
 
     def __init__(self, device: str):
         self.device = device
@@ -292,15 +296,25 @@ class PeakMemory:
             import ctypes
 
             self.libc = ctypes.CDLL("libc.so.6")
-            self.libc.mallopt(-3, 128 * 1024)  # M_MMAP_THRESHOLD: fixed, so large frees are unmapped
+            self.libc.mallopt(self.MMAP_THRESHOLD, 32 << 20)
 
     @staticmethod
     def _status(key: str) -> int:
         with open("/proc/self/status") as f:
             return next(int(ln.split()[1]) * 1024 for ln in f if ln.startswith(key))
 
-    def measure(self, fn) -> tuple[float, float, int]:
-        """``(seconds fn took, CPU seconds of this process meanwhile, peak bytes above the start)``."""
+    def time(self, fn) -> tuple[float, float]:
+        """``(seconds, CPU seconds of this process)`` of ``fn()``."""
+        if self.device == "cuda":
+            torch.cuda.synchronize()
+        t0, c0 = time.perf_counter(), time.process_time()
+        fn()
+        if self.device == "cuda":
+            torch.cuda.synchronize()
+        return time.perf_counter() - t0, time.process_time() - c0
+
+    def peak(self, fn) -> int:
+        """Peak bytes of ``fn()`` above what was held before it."""
         import gc
 
         gc.collect()
@@ -308,17 +322,18 @@ class PeakMemory:
             torch.cuda.synchronize()
             base = torch.cuda.memory_allocated()
             torch.cuda.reset_peak_memory_stats()
-            t0, c0 = time.perf_counter(), time.process_time()
             fn()
             torch.cuda.synchronize()
-            return time.perf_counter() - t0, time.process_time() - c0, torch.cuda.max_memory_allocated() - base
+            return torch.cuda.max_memory_allocated() - base
+        self.libc.mallopt(self.MMAP_THRESHOLD, 128 << 10)
         self.libc.malloc_trim(0)
         with open("/proc/self/clear_refs", "w") as f:
             f.write("5")  # VmHWM := VmRSS
         base = self._status("VmRSS")
-        t0, c0 = time.perf_counter(), time.process_time()
         fn()
-        return time.perf_counter() - t0, time.process_time() - c0, self._status("VmHWM") - base
+        peak = self._status("VmHWM") - base
+        self.libc.mallopt(self.MMAP_THRESHOLD, 32 << 20)
+        return peak
 
 
 class FusedRace:
@@ -386,14 +401,22 @@ class FusedRace:
         rows, n, fits = [], 0, {h: True for h in self.heads}
         for mb in sizes:
             arms = {h: {"step_s": [], "cpu_s": [], "peak": 0} for h in self.heads if fits[h]}
-            for r in range(a.warmup + a.repeats):
+            for r in range(a.warmup + a.repeats + 1):  # warm-up, timed, then one step for the peak memory
                 order = list(arms)[r % len(arms):] + list(arms)[:r % len(arms)] if arms else []
                 for h in order:
                     if not fits[h]:
                         continue
                     tokens = self.batch(B, L, n % 4)
+                    fn = (lambda: self.step(model, fwd, opt, cfg, tokens, mb, h, n))
                     try:
-                        dt, cpu, peak = self.meter.measure(lambda: self.step(model, fwd, opt, cfg, tokens, mb, h, n))
+                        if r == a.warmup + a.repeats:
+                            arms[h]["peak"] = self.meter.peak(fn)
+                        elif r >= a.warmup:
+                            dt, cpu = self.meter.time(fn)
+                            arms[h]["step_s"].append(dt)
+                            arms[h]["cpu_s"].append(cpu)
+                        else:
+                            fn()
                     except torch.OutOfMemoryError:
                         fits[h] = False
                         opt.zero_grad(set_to_none=True)
@@ -401,10 +424,6 @@ class FusedRace:
                         arms[h]["oom"] = True
                         continue
                     n += 1
-                    if r >= a.warmup:
-                        arms[h]["step_s"].append(dt)
-                        arms[h]["cpu_s"].append(cpu)
-                        arms[h]["peak"] = max(arms[h]["peak"], peak)
             for h, v in arms.items():
                 row = {"head": h, "micro_batch": mb, "grad_accum": math.ceil(B / mb), "oom": v.get("oom", False)}
                 if v["step_s"] and not row["oom"]:
@@ -449,7 +468,8 @@ class FusedRace:
         res = {"heads": self.heads, "micro_batch_sweep": a.micro_batch, "vocab": a.vocab, "ranked_by": self.rank_by,
                "tokens_per_step": a.tokens_per_step, "compile": self.device == "cuda",
                "memory": "max_memory_allocated above the step's start" if self.device == "cuda" else
-               "resident high-water mark above the step's start (VmHWM; glibc unmaps blocks >= 128 KiB at free)",
+               "resident high-water mark above the step's start (VmHWM; glibc unmaps blocks >= 128 KiB at free), "
+               "in a step of its own after the timed ones",
                "runs": []}
         if a.curve_steps:
             res["curves"] = self.curves(a.fused_presets[0], min(a.fused_lengths))

@@ -37,6 +37,7 @@ import torch.nn.functional as F
 
 KINDS = ("auto", "fused", "plain")
 FUSED_BY_DEFAULT: frozenset[str] = frozenset()  # device types where ``auto`` means fused: none measured yet
+MIN_CHUNK_ELEMENTS = 1 << 22  # a chunk's logits: at least 16 MiB in fp32
 
 
 @functools.lru_cache(maxsize=1)
@@ -64,8 +65,9 @@ def resolve(kind: str, device: str) -> str:
 
 def chunk_rows(n: int, vocab: int, width: int) -> int:
     """Tokens per chunk: one chunk's logits (rows x V) about the size of the hidden states
-    (n x C), Liger's budget; a power of two, at most ``n``."""
-    rows = math.ceil(n / max(1, math.ceil(vocab / width)))
+    (n x C), Liger's budget, but at least :data:`MIN_CHUNK_ELEMENTS` (narrow models and small
+    micro-batches would otherwise run many tiny matrix products); a power of two, at most ``n``."""
+    rows = math.ceil(max(n * width, MIN_CHUNK_ELEMENTS) / vocab)
     return min(n, 1 << max(0, rows - 1).bit_length())
 
 

@@ -67,7 +67,8 @@ def test_bf16_autocast_matches_the_plain_head_within_bf16():
 
 def test_chunk_budget_and_kinds(monkeypatch):
     assert chunk_rows(65536, 50304, 768) == 1024  # logits of a chunk about the size of the hidden states
-    assert chunk_rows(1000, 96, 128) == 1000 and chunk_rows(5, 50304, 768) == 1
+    assert chunk_rows(4096, 50304, 128) == 128  # ... but at least 4M logits
+    assert chunk_rows(1000, 96, 128) == 1000 and chunk_rows(5, 50304, 768) == 5
     assert resolve("auto", "cpu") == "plain" and resolve("plain", "cuda") == "plain"
     assert resolve("fused", "cpu") == "chunked"
     monkeypatch.setattr(fused_loss, "liger_available", lambda: False)
@@ -112,7 +113,7 @@ def _curve(out):
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
-    """A 700-token vocabulary over the tiny model's 128 wide: the head runs in 8 chunks."""
+    """A 700-token vocabulary over the tiny model's 128 wide: the head runs in 8 chunks (see _spy)."""
     root = tmp_path_factory.mktemp("fused")
     shards = markov_set(root / "shards", vocab=700)
     train(_run(shards, root / "ref", seed=7, steps=8), log=lambda m: None)
@@ -120,7 +121,9 @@ def runs(tmp_path_factory):
 
 
 def _spy(monkeypatch) -> dict:
-    """Counts of the chunked head's calls, with and without autograd."""
+    """Counts of the chunked head's calls, with and without autograd; chunks of the hidden
+    states' size (no 4M-logit floor), so the 1,024-token steps run in 8 chunks."""
+    monkeypatch.setattr(fused_loss, "MIN_CHUNK_ELEMENTS", 0)
     calls = {True: 0, False: 0}
     apply = ChunkedLinearCrossEntropy.apply
 
