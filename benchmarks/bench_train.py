@@ -1,7 +1,7 @@
 """Training loop speed: datacurate's training step side by side with a plain nanoGPT-shaped
 step, and what RHO-1, DoReMi and the grow_p2 length curriculum cost or save per step.
 
-Four races, each run in one process with its arms interleaved step by step (A, B, A, B ...)
+Five races, each run in one process with its arms interleaved step by step (A, B, A, B ...)
 after warm-up steps, so background load and clock changes hit every arm alike; medians of
 per-step (or per-pass) tokens/s and their ratios are reported.
 
@@ -24,6 +24,11 @@ per-step (or per-pass) tokens/s and their ratios are reported.
 4. **grow_p2 vs packing**: a run whose step ``s`` takes the bucket the grow_p2 curriculum
    gives it (all buckets, ``--grow-steps`` steps in ``--grow-cycles`` cycles, the whole
    schedule per pass) vs every step at the longest bucket; tokens/s over a pass.
+
+5. **the loss head** (``--races fused``, :class:`FusedRace`): ``train.loss`` plain vs fused
+   (chunked torch, or Liger Kernel's on CUDA) at ``--fused-presets`` (124M and 350M on GPU)
+   and ``--fused-lengths``, over a ``--micro-batch`` sweep (what the freed memory buys), with
+   peak memory per step and a same-seed loss-curve check. ``--races`` picks races.
 
 MFU (GPU) = (6N + 12 * n_layer * d * T) flops per token (:meth:`GPT.flops_per_token`, N
 without the position table) x tokens/s / 989.4 TFLOP/s (H100/H200 dense bf16).
