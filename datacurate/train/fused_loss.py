@@ -11,7 +11,8 @@ chunk by chunk over tokens and never holds more than one chunk's logits (Wijmans
 
 * ``plain`` -- ``F.linear`` then ``F.cross_entropy`` on the full fp32 logits (nanoGPT's way);
 * ``fused`` -- on CUDA, Liger Kernel's Triton kernel when ``liger-kernel`` is installed (the
-  ``[gpu]`` extra), else :class:`ChunkedLinearCrossEntropy` (torch, any device);
+  ``[gpu]`` extra; it runs outside ``torch.compile``'s graph), else
+  :class:`ChunkedLinearCrossEntropy` (torch, any device; Dynamo traces it whole);
 * ``auto`` -- ``fused`` on the device types in :data:`FUSED_BY_DEFAULT`, else ``plain``. That
   set is empty until a GPU run of ``benchmarks/gpu_check.sh`` measures the fused head faster
   (issue 41; on CPU it saves memory but costs time: see benchmarks/README.md).
@@ -124,7 +125,12 @@ def token_losses(h: torch.Tensor, w: torch.Tensor, y: torch.Tensor, kind: str = 
         if kind == "chunked":
             return ChunkedLinearCrossEntropy.apply(h, w, y, chunk_rows(h.shape[0], w.shape[0], w.shape[1]))
         if kind == "liger":
-            from liger_kernel.transformers.fused_linear_cross_entropy import LigerFusedLinearCrossEntropyLoss
-
-            return LigerFusedLinearCrossEntropyLoss(reduction="none")(w, h, y).float()
+            return _liger(h, w, y)
     raise ValueError(f"unknown loss head {kind!r}")
+
+
+@torch.compiler.disable  # Triton kernels behind their own autograd Function (and a host sync): eager
+def _liger(h: torch.Tensor, w: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    from liger_kernel.transformers.fused_linear_cross_entropy import LigerFusedLinearCrossEntropyLoss
+
+    return LigerFusedLinearCrossEntropyLoss(reduction="none")(w, h, y).float()  # (N,)
