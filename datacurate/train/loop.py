@@ -14,8 +14,9 @@ batch -> forward -> loss (plain mean, or RHO-1's selected tokens) -> backward ->
   :mod:`datacurate.engine.ray.train`) the model is wrapped in DDP, each rank trains on
   its slice of the global batch and rank 0 writes every output. This loop never imports Ray.
 * The loss is an :class:`~datacurate.train.objective.Objective` (plain, RHO-1 or DoReMi's
-  Group DRO), :func:`make_objective`'s pick; ``s3://`` shards and outputs are handled around
-  the loop (:func:`datacurate.train.remote.mirrored`).
+  Group DRO), :func:`make_objective`'s pick, over per-token losses from the head ``train.loss``
+  picks (full logits, or a fused linear + cross-entropy: :mod:`datacurate.train.fused_loss`);
+  ``s3://`` shards and outputs are handled around the loop (:func:`datacurate.train.remote.mirrored`).
 * MFU = flops per token (6N + 12·n_layer·d·T, :meth:`GPT.flops_per_token`) x tokens/s
   over the accelerator's dense bf16 peak; null on CPU.
 """
