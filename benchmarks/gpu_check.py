@@ -1,10 +1,13 @@
 """The training half on one GPU, in one command (``bash benchmarks/gpu_check.sh``): the
 ``gpu`` tests, the loop's speed against a plain nanoGPT-shaped step, what DoReMi and RHO-1
-cost per step, the grow_p2 curriculum against packing, and a 124M model trained end to end
-through ``datacurate train`` then ``datacurate eval``. Writes one JSON and prints a table.
+cost per step, the grow_p2 curriculum against packing, the fused linear + cross-entropy head
+(``train.loss: fused``) against the plain one at 124M and 350M, and a 124M model trained end
+to end through ``datacurate train`` then ``datacurate eval``. Writes one JSON and prints a table.
 
-Sized for at most ~8 minutes on one H100/H200 (most of it ``torch.compile``: one graph per
-model and sequence length). ``--smoke`` runs every part on the CPU at toy sizes (seconds), so
+Parts 1, 2 and 4 were sized for at most ~8 minutes on one H100/H200 (most of it
+``torch.compile``: one graph per model and sequence length); ``bench_fused`` adds about 14
+graphs (two heads x three micro-batch shapes x two presets, and the curve check's two), not
+yet timed on a card: ``--parts`` runs any subset. ``--smoke`` runs every part on the CPU at toy sizes (seconds), so
 the script is kept working on machines without a GPU; ``tests/test_gpu_check.py`` runs it.
 
 Parts (each recorded with its wall time; a part that fails is recorded with its error and the
@@ -14,7 +17,12 @@ rest still run, and the exit status is 1):
 2. ``benchmarks/bench_train.py``: throughput at 1024 and 4096 (tokens/s, MFU, peak memory,
    ours over the baseline measured in the same process), the DoReMi proxy and RHO-1 step
    cost over a plain step, grow_p2 over buckets 256..4096 against every step at 4096;
-3. ``datacurate train`` of the 124M preset on synthetic order-1 Markov shards (50,304-token
+3. ``benchmarks/bench_train.py --races fused`` (``bench_fused``): the plain and the fused head
+   (Liger Kernel's when its wheel is installed, else our chunked one) at 1024 and 4096, 124M and
+   350M, 65,536 tokens a step split into micro-batches of 16 or 64 sequences (the best of each
+   head: tokens/s, MFU, peak memory, the largest micro-batch that fits), and the correctness
+   check: the same seed's first 8 steps through each head within bf16 tolerance (3e-2);
+4. ``datacurate train`` of the 124M preset on synthetic order-1 Markov shards (50,304-token
    vocabulary, 4 successors per token: a model can learn it, so the loss must fall far
    below its start), then ``datacurate eval`` of the checkpoint it wrote.
 """
@@ -38,11 +46,16 @@ if str(ROOT) not in sys.path:
 SIZES = {  # bench_train arguments and the end-to-end run, per mode
     "gpu": {"bench": ["--device", "cuda", "--lengths", "1024", "4096", "--objective-len", "1024", "--repeats", "10",
                       "--warmup", "3", "--grow-steps", "24", "--grow-cycles", "2", "--passes", "2"],
+            "fused": ["--device", "cuda", "--races", "fused", "--fused-presets", "124m", "350m", "--fused-lengths",
+                      "1024", "4096", "--micro-batch", "16", "64", "--repeats", "5", "--warmup", "2", "--curve-steps", "8"],
             "train": {"preset": "124m", "vocab": 50304, "buckets": {256: 768, 512: 384, 1024: 384}, "steps": 300,
                       "tokens_per_step": 32768, "device": "cuda", "min_drop": 1.0}},
     "smoke": {"bench": ["--device", "cpu", "--preset", "tiny", "--synthetic", "--vocab", "512", "--buckets", "64", "128",
                         "--lengths", "128", "--objective-len", "128", "--tokens-per-step", "1024", "--repeats", "2",
                         "--warmup", "1", "--grow-steps", "4", "--grow-cycles", "1", "--passes", "1", "--threads", "1"],
+              "fused": ["--device", "cpu", "--races", "fused", "--fused-presets", "tiny", "--vocab", "512",
+                        "--tokens-per-step", "1024", "--fused-lengths", "128", "--micro-batch", "2", "8",
+                        "--repeats", "1", "--warmup", "0", "--curve-steps", "2", "--threads", "1"],
               "train": {"preset": "tiny", "vocab": 512, "buckets": {64: 96, 128: 48}, "steps": 12,
                         "tokens_per_step": 1024, "device": "cpu", "min_drop": 0.1}},
 }
@@ -71,10 +84,23 @@ def gpu_tests(mode: str, tmp: str, log) -> dict:
 
 def bench(mode: str, tmp: str, log) -> dict:
     out = os.path.join(tmp, "bench_train.json")
-    p = sh([sys.executable, "benchmarks/bench_train.py", *SIZES[mode]["bench"], "--out", out], log)
+    p = sh([sys.executable, "benchmarks/bench_train.py", *SIZES[mode]["bench"], "--races", "throughput", "objectives",
+            "grow_p2", "--out", out], log)
     if p.returncode != 0:
         return {"ok": False, "error": p.stderr.strip()[-2000:]}
     return {"ok": True, **json.loads(Path(out).read_text())}
+
+
+def bench_fused(mode: str, tmp: str, log) -> dict:
+    """Part 3: ok when every head ran at some micro-batch of every (preset, length) and the
+    curves of the same seed agree."""
+    out = os.path.join(tmp, "bench_fused.json")
+    p = sh([sys.executable, "benchmarks/bench_train.py", *SIZES[mode]["fused"], "--out", out], log)
+    if p.returncode != 0:
+        return {"ok": False, "error": p.stderr.strip()[-2000:]}
+    f = json.loads(Path(out).read_text())["fused"]
+    ok = f["curves"]["ok"] and all(b for r in f["runs"] for b in r["best"].values())
+    return {"ok": ok, **f}
 
 
 def train_e2e(mode: str, tmp: str, log) -> dict:
@@ -130,6 +156,23 @@ def table(result: dict) -> str:
         lines.append("  step time / plain: " + ", ".join(f"{k} {v:.3f}" for k, v in
                                                          b["objectives"]["step_time_over_plain"].items()))
         lines.append(f"  grow_p2 / packed at {max(b['grow_p2']['buckets'])}: {b['grow_p2']['ratio_grow_over_packed']:.3f}")
+    f = result["parts"].get("bench_fused", {})
+    if f.get("runs"):
+        lines.append("  | preset | seq len | head | best micro-batch | tok/s | MFU | peak GiB | largest that fits | / plain |")
+        for r in f["runs"]:
+            for h, b in r["best"].items():
+                if b is None:
+                    lines.append(f"  | {r['preset']} | {r['seq_len']} | {h} | none fits | | | | | |")
+                    continue
+                mfu = f"{b['mfu']:.1%}" if b.get("mfu") else "-"
+                ratio = r.get("best_over_plain", {}).get(h)
+                lines.append(f"  | {r['preset']} | {r['seq_len']} | {h} | {b['micro_batch']} | {b['tokens_per_s']:,.0f} | "
+                             f"{mfu} | {b['peak_memory_gib']} | {r['largest_micro_batch_that_fits'][h]} | "
+                             + (f"{ratio:.3f} |" if ratio else "- |"))
+        c = f["curves"]
+        lines.append(f"  fused vs plain, same seed, {c['steps']} steps: max relative loss difference "
+                     + ", ".join(f"{h} {d:.2e}" for h, d in c["max_rel_diff_vs_plain"].items())
+                     + f" (tolerance {c['tolerance']}): {'ok' if c['ok'] else 'FAILED'}")
     t = result["parts"].get("train_e2e", {})
     if t.get("ok"):
         lines.append(f"  train {t['preset']}: {t['steps']} steps, loss {t['loss_first']} -> {t['loss_last10_mean']}, "
@@ -143,7 +186,7 @@ def main() -> int:
     ap.add_argument("--smoke", action="store_true", help="every part on the CPU at toy sizes")
     ap.add_argument("--out", default=None, help="the JSON (default benchmarks/results/gpu_check.json)")
     ap.add_argument("--log", default=None, help="every command's output (default: beside the JSON)")
-    ap.add_argument("--parts", nargs="+", default=["gpu_tests", "bench_train", "train_e2e"])
+    ap.add_argument("--parts", nargs="+", default=["gpu_tests", "bench_train", "bench_fused", "train_e2e"])
     args = ap.parse_args()
     import torch
 
@@ -157,7 +200,7 @@ def main() -> int:
     result = {"mode": mode, "device_name": torch.cuda.get_device_name() if mode == "gpu" else "cpu",
               "torch": torch.__version__, "command": "bash benchmarks/gpu_check.sh" + (" --smoke" if args.smoke else ""),
               "parts": {}}
-    parts = {"gpu_tests": gpu_tests, "bench_train": bench, "train_e2e": train_e2e}
+    parts = {"gpu_tests": gpu_tests, "bench_train": bench, "bench_fused": bench_fused, "train_e2e": train_e2e}
     with tempfile.TemporaryDirectory(prefix="gpu_check_") as tmp, \
             open(args.log or out.with_suffix(".log"), "w") as log:
         for name in args.parts:

@@ -124,6 +124,9 @@ class TrainConfig:
     device: Literal["auto", "cpu", "cuda"] = opt("auto", "auto: cuda when present")
     compile: Optional[bool] = opt(None, "torch.compile; null = on with cuda")
     precision: Literal["auto", "bf16", "fp32"] = opt("auto", "auto: bf16 autocast on cuda, fp32 on cpu")
+    loss: Literal["auto", "fused", "plain"] = opt("auto", "the head's cross-entropy: fused never materialises the "
+                                                  "logits (Liger Kernel on cuda when installed, else chunked torch); "
+                                                  "auto = plain until a GPU run measures fused faster")
     eval_every: int = opt(50, "steps between evaluations on the held-out split (and at the end); 0 = end only")
     checkpoint_every: int = opt(100, "steps between checkpoints (and at the end); 0 = end only")
     keep_checkpoints: int = opt(2, "newest checkpoints kept; 0 = all")

@@ -64,8 +64,8 @@ class GroupDRO(Objective):
     more proxy forward per micro-batch), so the weights and gradient are those of one whole batch."""
 
     def __init__(self, ds: ShardDataset, device: str, autocast, reference: str, eta: float, smoothing: float,
-                 sidecar: str, out_dir: Optional[str], compiled: bool = False):
-        self.ref = Reference(reference, ds, device, sidecar, autocast, compiled)
+                 sidecar: str, out_dir: Optional[str], compiled: bool = False, head: str = "plain"):
+        self.ref = Reference(reference, ds, device, sidecar, autocast, compiled, head)
         self.sides = (SIDE,) if self.ref.from_sidecar else ()
         self.domains, self.device, self.eta, self.c = ds.domains, device, eta, smoothing
         self.active = torch.tensor([n > 0 for n in _domain_tokens(ds).values()])

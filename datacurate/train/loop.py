@@ -14,8 +14,9 @@ batch -> forward -> loss (plain mean, or RHO-1's selected tokens) -> backward ->
   :mod:`datacurate.engine.ray.train`) the model is wrapped in DDP, each rank trains on
   its slice of the global batch and rank 0 writes every output. This loop never imports Ray.
 * The loss is an :class:`~datacurate.train.objective.Objective` (plain, RHO-1 or DoReMi's
-  Group DRO), :func:`make_objective`'s pick; ``s3://`` shards and outputs are handled around
-  the loop (:func:`datacurate.train.remote.mirrored`).
+  Group DRO), :func:`make_objective`'s pick, over per-token losses from the head ``train.loss``
+  picks (full logits, or a fused linear + cross-entropy: :mod:`datacurate.train.fused_loss`);
+  ``s3://`` shards and outputs are handled around the loop (:func:`datacurate.train.remote.mirrored`).
 * MFU = flops per token (6N + 12·n_layer·d·T, :meth:`GPT.flops_per_token`) x tokens/s
   over the accelerator's dense bf16 peak; null on CPU.
 """
@@ -40,6 +41,7 @@ from datacurate.train import checkpoint, remote
 from datacurate.train.data import DeviceBatches, ShardDataset, StepSampler
 from datacurate.train.doremi import GroupDRO
 from datacurate.train.evaluate import eval_loss, eval_tokens
+from datacurate.train.fused_loss import resolve as resolve_loss
 from datacurate.train.model import GPT, compile_model
 from datacurate.train.objective import Objective, Part, PlainObjective
 from datacurate.train.rho1 import Reference, Rho1Objective
@@ -86,13 +88,14 @@ def peak_flops(device: str) -> float | None:
 
 
 def make_objective(cfg: TrainConfig, dro: GroupDROConfig | None, ds: ShardDataset, device: str, autocast,
-                   compiled: bool, main: bool) -> Objective:
-    """The loss from the config: Group DRO for a DoReMi proxy, RHO-1 with a reference, else plain."""
+                   compiled: bool, main: bool, head: str = "plain") -> Objective:
+    """The loss from the config: Group DRO for a DoReMi proxy, RHO-1 with a reference, else plain
+    (``head``: the loss head a frozen reference's forward pass uses, as the trained model's)."""
     if dro is not None:
         return GroupDRO(ds, device, autocast, dro.reference, dro.eta, dro.smoothing, dro.sidecar,
-                        dro.out_dir if main else None, compiled)
+                        dro.out_dir if main else None, compiled, head)
     if cfg.rho1.reference:
-        return Rho1Objective(Reference(cfg.rho1.reference, ds, device, cfg.rho1.sidecar, autocast, compiled),
+        return Rho1Objective(Reference(cfg.rho1.reference, ds, device, cfg.rho1.sidecar, autocast, compiled, head),
                              cfg.rho1.ratio)
     return PlainObjective()
 
@@ -121,10 +124,11 @@ def _train(cfg: TrainConfig, ckpts: remote.Checkpoints, resume: bool, log, objec
     shape = cfg.model.resolve(vocab_size=int(ds.tokenizer["vocab_size"]), max_seq_len=max(ds.seq_lens))
     if shape.max_seq_len < max(ds.seq_lens):
         raise ConfigError(f"model.max_seq_len {shape.max_seq_len} is shorter than the longest bucket ({max(ds.seq_lens)})")
-    model = GPT(shape).to(device)
+    head = resolve_loss(cfg.loss, device)  # plain logits, or a fused linear + cross-entropy
+    model = GPT(shape, loss=head).to(device)
     opt = make_optimizer(model, cfg, device)
     compiled = cfg.compile if cfg.compile is not None else device == "cuda"
-    obj = make_objective(cfg, objective, ds, device, autocast, compiled, main)
+    obj = make_objective(cfg, objective, ds, device, autocast, compiled, main, head)
     metrics_path = os.path.join(cfg.output, "metrics.jsonl")
     meta = {"shape": asdict(shape), "tokenizer_sha256": ds.tokenizer["sha256"], "config": to_dict(cfg),
             "domains": ds.domains}
@@ -145,7 +149,7 @@ def _train(cfg: TrainConfig, ckpts: remote.Checkpoints, resume: bool, log, objec
             yaml.safe_dump(to_dict(cfg), f, sort_keys=False)
         log(f"[train] {cfg.model.preset} GPT {shape.n_layer}x{shape.n_embd}: {model.describe_params()}; "
             f"{len(ds):,} sequences in buckets {ds.seq_lens}, {cfg.steps} steps x {cfg.data.tokens_per_step:,} "
-            f"tokens on {device} x {world}, {obj.describe()}" + (f", resuming at step {start}" if start else ""))
+            f"tokens on {device} x {world}, {obj.describe()}, loss head {head}" + (f", resuming at step {start}" if start else ""))
     # one graph per bucket length (dataset decomposition has a handful), not dynamic shapes
     net = compile_model(model) if compiled else model
     ids = [torch.cuda.current_device()] if device == "cuda" else None

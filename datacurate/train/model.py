@@ -5,7 +5,9 @@ residual), learned absolute positions, attention through
 ``torch.nn.functional.scaled_dot_product_attention`` (flash / memory-efficient kernels
 on GPU), and the output projection tied to the token embedding (Press & Wolf 2017),
 which saves ``vocab x d`` parameters. No training logic lives here: the loop picks the
-loss (plain, RHO-1, DoReMi-weighted) from :meth:`GPT.token_losses`.
+objective (plain, RHO-1, DoReMi-weighted) over the per-token losses ``forward(idx, targets)``
+returns, and the head that computes them (``loss``: plain logits or a fused linear +
+cross-entropy, :mod:`datacurate.train.fused_loss`).
 
 Presets (:class:`datacurate.train_config.ModelConfig`): ``tiny`` (trains on 2 CPU cores in
 tests), ``124m`` (GPT-2 small: 12 layers, 12 heads, 768 wide) and ``350m`` (GPT-2 medium: 24
@@ -21,6 +23,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from datacurate.train.fused_loss import token_losses
 from datacurate.train_config import GPTShape
 
 
@@ -62,9 +65,10 @@ class Block(nn.Module):
 
 
 class GPT(nn.Module):
-    def __init__(self, shape: GPTShape):
+    def __init__(self, shape: GPTShape, loss: str = "plain"):
         super().__init__()
         self.shape = shape
+        self.loss = loss  # the head of forward(idx, targets): plain | chunked | liger (fused_loss.resolve)
         self.wte = nn.Embedding(shape.vocab_size, shape.n_embd)
         self.wpe = nn.Embedding(shape.max_seq_len, shape.n_embd)
         self.drop = nn.Dropout(shape.dropout)
@@ -103,14 +107,14 @@ class GPT(nn.Module):
 
     def forward(self, idx: torch.Tensor, targets: Optional[torch.Tensor] = None) -> torch.Tensor:
         """Logits (B, T, V) for token ids ``idx`` (B, T); with ``targets`` (B, T) the per-token
-        cross-entropy (B, T) in fp32 instead, unreduced, so RHO-1 and DoReMi can weigh tokens.
+        cross-entropy (B, T) in fp32 instead, unreduced, so RHO-1 and DoReMi can weigh tokens
+        (through ``self.loss``'s head: with a fused one the logits are never materialised).
         The head is the tied embedding."""
-        logits = F.linear(self.hidden(idx), self.wte.weight)  # (B, T, V)
+        h = self.hidden(idx)  # (B, T, C)
         if targets is None:
-            return logits
-        B, T, V = logits.shape
-        return F.cross_entropy(logits.float().reshape(B * T, V), targets.reshape(B * T),
-                               reduction="none").view(B, T)  # (B, T)
+            return F.linear(h, self.wte.weight)  # (B, T, V)
+        B, T, C = h.shape
+        return token_losses(h.reshape(B * T, C), self.wte.weight, targets.reshape(B * T), self.loss).view(B, T)
 
     def flops_per_token(self, seq_len: int) -> int:
         """Training flops per token: 6N + 12 * n_layer * n_head * head_dim * T (the PaLM

@@ -45,7 +45,7 @@ class Reference:
     frozen forward pass."""
 
     def __init__(self, path: str, ds: ShardDataset, device: str, sidecar: str = "auto", autocast=None,
-                 compile: bool = False):
+                 compile: bool = False, head: str = "plain"):
         self.ckpt = checkpoint.resolve(path)
         state = checkpoint.read_state(self.ckpt)
         tok = ds.tokenizer["sha256"]
@@ -69,6 +69,7 @@ class Reference:
             self.model, _ = checkpoint.load_model(self.ckpt, device, tok, max(ds.seq_lens), f"reference {path}")
             for p in self.model.parameters():
                 p.requires_grad_(False)
+            self.model.loss = head  # the trained model's loss head (fused_loss.resolve)
             if compile:  # as the trained model: one graph per bucket length
                 self.model = compile_model(self.model)
         self.autocast = autocast

@@ -7,7 +7,9 @@ skipped without a GPU, so CI and CPU-only machines run none of it).
 * RHO-1 (frozen reference on the fly and from the ``score-tokens`` sidecar) and DoReMi's
   Group DRO run on CUDA and agree with CPU;
 * a checkpoint written on CUDA resumes to the losses of the uninterrupted run;
-* ``export`` of a CUDA checkpoint loads in transformers and gives our logits.
+* ``export`` of a CUDA checkpoint loads in transformers and gives our logits;
+* ``train.loss: fused`` on CUDA (Liger Kernel's head when installed, our chunked one) gives the
+  plain head's losses and gradients, and its compiled bf16 curve is the plain one's.
 """
 
 import json
@@ -19,12 +21,14 @@ import orjson
 import pyarrow as pa
 import pytest
 import torch
+import yaml
 
 from datacurate.stages.decompose import Decompose
 from datacurate.stages.tokenize import Tokenize
 from datacurate.train import checkpoint
 from datacurate.train.doremi import run_doremi
 from datacurate.train.export import export_model
+from datacurate.train.fused_loss import token_losses
 from datacurate.train.loop import train
 from datacurate.train.rho1 import score_tokens
 from datacurate.train_config import DoremiRunConfig, load_train_config
@@ -136,3 +140,37 @@ def test_export_of_a_cuda_checkpoint_loads_in_transformers(tmp_path):
     x = torch.from_numpy(np.arange(1, 33, dtype=np.int64)[None])  # (1, 32)
     with torch.no_grad():
         np.testing.assert_allclose(hf(input_ids=x).logits.numpy(), ours(x).numpy(), atol=1e-4)
+
+
+@pytest.mark.parametrize("head", ["chunked", "liger"])
+def test_fused_heads_match_the_plain_head_on_cuda(head):
+    """train.loss fused on CUDA: Liger Kernel's head (when the [gpu] extra is installed) and our
+    chunked one give the plain head's per-token losses and gradients under bf16 autocast."""
+    if head == "liger":
+        pytest.importorskip("liger_kernel")
+    g = torch.Generator(device="cuda").manual_seed(0)
+    h = torch.randn(4096, 256, device="cuda", generator=g).requires_grad_()
+    w = (torch.randn(8192, 256, device="cuda", generator=g) * 0.05).requires_grad_()
+    y = torch.randint(0, 8192, (4096,), device="cuda", generator=g)
+    weights = (torch.rand(4096, device="cuda", generator=g) < 0.6).float() / 2458  # RHO-1-like: zero for unselected
+    out = {}
+    for kind in ("plain", head):
+        h.grad = w.grad = None
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            losses = token_losses(h, w, y, kind)
+        (losses * weights).sum().backward()
+        out[kind] = losses.detach(), h.grad.clone(), w.grad.clone()
+    assert out[head][0].dtype == torch.float32
+    torch.testing.assert_close(out[head][0], out["plain"][0], rtol=2e-2, atol=2e-2)
+    for a, b in zip(out["plain"][1:], out[head][1:]):
+        torch.testing.assert_close(b, a, rtol=5e-2, atol=5e-2 * float(a.abs().max()))
+
+
+def test_fused_training_curve_matches_plain_compiled_bf16(shard_dir, tmp_path):
+    """The loop with train.loss fused (Liger when installed, else chunked), compiled, bf16: the
+    first steps' losses of the same seed are the plain head's within bf16 tolerance."""
+    plain = run(shard_dir, tmp_path / "plain", device="cuda", compile=True, loss="plain")
+    fused = run(shard_dir, tmp_path / "fused", device="cuda", compile=True, loss="fused")
+    np.testing.assert_allclose(fused, plain, rtol=3e-2)
+    cfg = yaml.safe_load(open(tmp_path / "fused" / "config.yaml"))
+    assert cfg["loss"] == "fused"
