@@ -104,6 +104,7 @@ def _discard_unfinished(out: str) -> None:
     for staged in journal.get("run", OUTSIDE, {}):
         storage.delete(staged)
     storage.delete(layout.work(out))
+    storage.delete(layout.trash(out))
 
 
 def _swap(cfg: PipelineConfig, journal: Journal, staging: str) -> None:
@@ -209,6 +210,8 @@ def _run(cfg: PipelineConfig, progress: bool | None, log: Callable[[str], None],
     journal = Journal(layout.journal(staging))
     digest = config_sha256(cfg)
     started = journal.get("run", "config")
+    if started is not None and journal.get("run", "finished"):  # a complete run's journal (output.keep_work)
+        started = None
     if resume and started is not None and started["sha256"] != digest:
         raise ConfigError(f"--resume: the unfinished run in {out} has another configuration (sha256 "
                           f"{started['sha256'][:12]}, now {digest[:12]}); run without --resume to start over")
@@ -216,6 +219,8 @@ def _run(cfg: PipelineConfig, progress: bool | None, log: Callable[[str], None],
         done = read_json(storage.join(out, "stats.json"))
         if done is not None and done.get("config_sha256") == digest:
             log(f"[datacurate] --resume: {out} holds a complete run of this configuration; nothing to do")
+            if not cfg.output.keep_work:
+                layout.clear_work(out)  # finishes a clean-up a crash interrupted
             return done
         log(f"[datacurate] --resume: no unfinished run in {out}; starting a new one")
     fresh = not (resume and started is not None)
@@ -271,8 +276,10 @@ def _work(run: Run) -> dict:
         rep["train"] = launch_train(cfg.train, not fresh, cfg.ray, log if show else quiet)
     rep["config_sha256"] = run.digest
     storage.write_text(storage.join(out, "stats.json"), json.dumps(rep, indent=2))  # last: marks a complete run
+    journal.record("run", "finished", True)
     if not cfg.output.keep_work:
-        storage.delete(layout.work(out))
+        with errors.doing("the clean-up of a complete run (--resume completes it)"):
+            layout.clear_work(out)
     return rep
 
 
