@@ -20,7 +20,7 @@ from datacurate.phases import faults, layout
 from datacurate.phases.journal import Journal
 from datacurate.engine.launch import launch_doremi, launch_train, quiet
 from datacurate.engine.progress import Progress
-from datacurate.engine.process import build_stages, reserved_columns
+from datacurate.engine.process import build_stages, check_columns, reserved_columns
 from datacurate.engine.stats import StageStats, finalize, format_funnel
 from datacurate.io import KINDS, InputError, check_consumed, plan_reads
 from datacurate.report.scan import read_json
@@ -198,6 +198,7 @@ def _run(cfg: PipelineConfig, progress: bool | None, log: Callable[[str], None],
 
     refuse_relative_in_job(write_places(cfg))
     tasks = plan_reads(cfg.input, reserved=reserved_columns(cfg.stages))  # fails fast on bad inputs and fields
+    check_columns(cfg.stages, tasks.columns)  # a stage needing a column the input cannot have: one line, now
     for url in _remote_outputs(cfg):
         storage.check_bucket(url)  # one line for a missing bucket, refused credentials, a dead endpoint
     check_order(cfg.stages)

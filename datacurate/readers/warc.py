@@ -47,6 +47,7 @@ DOCUMENTS = ("response", "resource", "conversion")
 COLUMNS = {"url": pa.string(), "date": pa.string(), "content_type": pa.string(), "http_status": pa.int32(),
            "warc_type": pa.string(), "warc_offset": pa.int64()}
 GZIP_MAGIC = b"\x1f\x8b\x08"
+SCAN_BYTES = 1 << 20  # planning looks this far past a cut (or a quarter chunk) for the next record's gzip member
 
 
 class Record(NamedTuple):
@@ -103,13 +104,18 @@ def plan(path: str, source: str, size: int, cfg: InputConfig, fmt: str = "warc")
         raise InputError(f"not a WARC or ARC file: {path} (it starts with {shown!r})")
     if kind == "arc" or not gz or size <= cfg.chunk_bytes:
         return FilePlan([ReadTask(path, source, kind, end=size, size=size)], size)
-    bounds = [0]
-    with storage.open_input(path) as f:
-        while bounds[-1] + cfg.chunk_bytes < size:
-            pos = _next_member(f, bounds[-1] + cfg.chunk_bytes, size)
-            if pos >= size:
+    bounds, cut = [0], cfg.chunk_bytes
+    with storage.open_input(path, block=SCAN_BYTES) as f:
+        while cut < size:  # a member opening a record within SCAN_BYTES of each cut, else the next cut
+            window = min(size, cut + max(SCAN_BYTES, cfg.chunk_bytes // 4))
+            pos = _next_member(f, cut, window)
+            if pos < window:
+                bounds.append(pos)
+                cut = pos + cfg.chunk_bytes
+            elif len(bounds) == 1:  # none after the first cut: one gzip stream (or huge records), read whole
                 break
-            bounds.append(pos)
+            else:
+                cut = window
     bounds.append(size)
     return FilePlan([ReadTask(path, source, "warc", start=a, end=b, size=b - a)
                      for a, b in zip(bounds[:-1], bounds[1:])], size)
@@ -209,7 +215,7 @@ def _warc_records(task: ReadTask, tally: Tally) -> Iterator[Record]:
 
     if task.end <= task.start:
         return
-    f = storage.open_input(task.path)
+    f = storage.open_input(task.path, block=storage.REMOTE_RANGE)  # on S3: 8 MB ranges, not one GET per 64 KB the parser asks
     gz = f.read(3) == GZIP_MAGIC
     pos, pending = task.start, None  # pending: (offset, error) of damage not yet reported
     try:
