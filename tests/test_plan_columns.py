@@ -83,3 +83,23 @@ def test_columns_from_the_input_or_an_earlier_stage_pass(tmp_path):
     with pytest.raises(Exception, match="needs the column 'lang_score'"):
         cfg.stages.reverse()  # the column comes after the stage that needs it
         check_columns(cfg.stages, plan_reads(cfg.input).columns)
+
+
+def test_a_part_without_an_extra_field_reads_as_nulls(tmp_path):
+    """JSONL records with a ``url`` in some batches only: the parts of the others lack the
+    column, and a global stage asking for it reads nulls there (before: ``ArrowInvalid: No
+    match for FieldRef.Name(url)`` in the middle of the run)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from datacurate.engine.ray.context import _read_files
+    from datacurate.phases.context import read_part
+
+    with_url, without = tmp_path / "part-a.parquet", tmp_path / "part-b.parquet"
+    pq.write_table(pa.table({"_ord": [0, 1], "text": ["a", "b"], "url": ["http://x/", "http://x/"]}), with_url)
+    pq.write_table(pa.table({"_ord": [2], "text": ["c"]}), without)
+    t = read_part(str(without), ["_ord", "url"])
+    assert t.column_names == ["_ord", "url", "_wpart"] and t["url"].to_pylist() == [None]
+    both = _read_files(pa.table({"item": [str(with_url), str(without)]}), ["_ord", "url"])
+    assert both["url"].to_pylist() == ["http://x/", "http://x/", None]
+    assert both["_wpart"].to_pylist() == ["part-a.parquet"] * 2 + ["part-b.parquet"]

@@ -134,3 +134,19 @@ def test_range_buffer_reads_as_the_file(tmp_path):
         assert buf.read(n) == (data[pos:] if n < 0 else data[pos:pos + n])
         end = len(data) if n < 0 else min(len(data), pos + n)
         assert buf.tell() == max(end, pos)
+
+
+def test_extract_counts_the_bytes_of_the_text_it_makes():
+    """``text_bytes_out`` (UTF-8 bytes of the extracted text) beside ``html_bytes_in``: the
+    ratio a token estimate applies to pages never extracted, instead of their HTML bytes."""
+    from datacurate.stages.extract import Extract
+
+    page = ("<html><body><article>" + "".join(f"<p>Paragraph {i}: the café by the river opened its doors again "
+                                                "after the flood, and the town came back to it.</p>" for i in range(8))
+            + "</article><nav>" + "<a href='/x'>menu</a>" * 200 + "</nav></body></html>")
+    st = Extract(timeout=None)
+    out = st(pa.table({"id": ["a", "b"], "text": [page, page.replace("river", "harbour")]}))
+    m = st.metrics(out)
+    kept = [t for t, r in zip(out["text"].to_pylist(), out["reject_reason"].to_pylist()) if r is None]
+    assert len(kept) == 2 and m["text_bytes_out"] == sum(len(t.encode()) for t in kept)
+    assert m["text_chars_out"] < m["text_bytes_out"] < m["html_bytes_in"] // 2

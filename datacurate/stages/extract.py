@@ -168,6 +168,10 @@ class Extract(Stage):
             "extracted": int(done.sum()), "passed_through": int((converted & ~bad_status).sum()),
             "html_bytes_in": int(pc.sum(html_bytes.filter(pa.array(done))).as_py() or 0),
             "text_chars_out": int(pc.sum(pc.utf8_length(out_text.filter(pa.array(kept_done)))).as_py() or 0),
+            # UTF-8 bytes of the extracted text: with html_bytes_in, what a page's HTML bytes come to as text
+            # (a token estimate for pages never extracted scales their HTML by it, not counts HTML bytes as text)
+            "text_bytes_out": int(pc.sum(pc.binary_length(out_text.filter(pa.array(kept_done)).cast(pa.large_binary())))
+                                  .as_py() or 0),
             "engine_used": used,
             "worker_restarts": (self.sandbox.restarts - restarts) if self.sandbox is not None else 0,
             "worker_gave_up": (self.sandbox.given_up - given_up) if self.sandbox is not None else 0,
