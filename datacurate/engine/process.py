@@ -85,9 +85,6 @@ def reserved_columns(specs: Sequence[StageSpec]) -> dict[str, str]:
     return out
 
 
-WEB_FORMATS = ("warc", "arc")
-
-
 def check_columns(specs: Sequence[StageSpec], columns: dict[str, tuple[str, list[str] | None]]) -> None:
     """Before any work: every column a stage needs (``Stage.needs_columns``) is one that
     every input file's rows can carry (``columns``: source -> (format, its columns; None:
@@ -107,8 +104,8 @@ def check_columns(specs: Sequence[StageSpec], columns: dict[str, tuple[str, list
                 continue
             fmts = sorted({fmt.upper() for _, fmt in lacking})
             shown = ", ".join(src for src, _ in lacking[:3]) + (f" and {len(lacking) - 3} more" if len(lacking) > 3 else "")
-            how = "; ".join(f"{f} records without a '{col}' field" if f not in ("WARC", "ARC") else f"{f} rows"
-                            for f in fmts)
+            how = "; ".join(f"{f} records have no '{col}'" if f in ("WARC", "ARC") else
+                            f"{f} records without a '{col}' field" for f in fmts)
             web = " read WARC / ARC input (its rows carry it)," if col in WARC_COLUMNS else ""
             raise ConfigError(f"{spec.cls.stats_key(spec.config)}: needs the column '{col}' ({setting}), which "
                               f"{len(lacking)} input file{'s' * (len(lacking) != 1)} cannot have ({shown}: {how});"
