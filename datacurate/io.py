@@ -30,7 +30,7 @@ from datacurate.schema import (BASE_COLUMNS, DOMAIN, INPUT_STAGE, ORD, REJECT_RE
                                is_internal)
 
 __all__ = ["InputError", "ReadTask", "SAMPLE_RECORDS", "ReadPlan", "plan_reads", "read_task", "read_texts",
-           "check_consumed", "expand_inputs", "find_inputs", "detect_format", "write_atomic", "write_parts"]
+           "check_consumed", "file_columns", "expand_inputs", "find_inputs", "detect_format", "write_atomic", "write_parts"]
 
 READERS = {"jsonl": jsonl, "json": jsonl, "parquet": parquet, "warc": warc, "arc": warc}  # input.format -> its module
 JSONL_SUFFIXES, PARQUET_SUFFIXES = jsonl.SUFFIXES, parquet.SUFFIXES
@@ -127,12 +127,14 @@ class ReadPlan(list):
     """The read tasks of a run (a list of :class:`ReadTask`), with ``files``: {source:
     {"path", "size", "total", "unit"}} (what each file's tasks must consume together),
     ``skipped``: the files of a directory or glob that are not read, and ``empty``: the
-    input files of 0 bytes."""
+    input files of 0 bytes; ``columns``: per file, its format and the columns its rows can
+    carry (:func:`file_columns`)."""
 
     def __init__(self, tasks=(), files=None, skipped=None):
         super().__init__(tasks)
         self.files: dict[str, dict] = files or {}
         self.skipped: list[str] = skipped or []
+        self.columns: dict[str, tuple[str, list[str]]] = {}  # source -> (format, the columns its rows can carry)
 
     @property
     def empty(self) -> list[str]:
@@ -182,6 +184,7 @@ def plan_reads(cfg: InputConfig, text_key: str = "input.text_field",
             schemas.append(file_plan.schema)
         plan.extend(file_plan.tasks)
         plan.files[source] = {"path": path, "size": size, "total": file_plan.total, "unit": file_plan.unit}
+        plan.columns[source] = (fmt, file_columns(sample, cfg, fmt))
     as_json = fields.parquet_json_fields(schemas, cfg) if reserved is not None else []
     for i, t in enumerate(plan):
         t.index = i
@@ -189,6 +192,19 @@ def plan_reads(cfg: InputConfig, text_key: str = "input.text_field",
             t.taken = sorted(bad)
             t.json_fields = as_json if t.fmt == "parquet" else []
     return plan
+
+
+def file_columns(sample, cfg: InputConfig, fmt: str) -> list[str] | None:
+    """The columns the rows of a file can carry: the base columns, and a WARC / ARC
+    record's (:data:`datacurate.readers.warc.COLUMNS`), or the other fields (after
+    ``input.rename``) of a JSONL file's first records or a Parquet file's schema; None for a
+    file of no records."""
+    if sample is None:
+        return list(BASE_COLUMNS) + list(getattr(READERS[fmt], "COLUMNS", {}))
+    if not sample.records:  # no rows: it cannot lack a column
+        return None
+    own = {cfg.text_field, cfg.id_field, cfg.domain_field}
+    return list(BASE_COLUMNS) + [cfg.rename.get(n, n) for n in sample.fields if n not in own]
 
 
 def read_task(task: ReadTask | dict, cfg: InputConfig, counters: dict | None = None) -> Iterator[pa.Table]:

@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from datacurate import fields, storage
-from datacurate.config import PipelineConfig, StageSpec
+from datacurate.config import ConfigError, PipelineConfig, StageSpec
 from datacurate.engine.stats import StageStats, add_task, count_reasons, merge, plain
 from datacurate.io import ReadTask, read_task, write_parts
 from datacurate.phases import faults, layout
@@ -84,6 +84,34 @@ def reserved_columns(specs: Sequence[StageSpec]) -> dict[str, str]:
     for s in specs:
         out.update({n: f"stage {s.name} adds" for n in s.cls.columns})
     return out
+
+
+def check_columns(specs: Sequence[StageSpec], columns: dict[str, tuple[str, list[str] | None]]) -> None:
+    """Before any work: every column a stage needs (``Stage.needs_columns``) is one that
+    every input file's rows can carry (``columns``: source -> (format, its columns; None:
+    no rows), :attr:`datacurate.io.ReadPlan.columns`) or that an earlier stage adds; else a
+    ConfigError naming the stage, the column, the files and the fix. A directory mixing
+    formats is read by format per file; it is refused only here, when a stage needs a
+    column some of its files cannot have (WARC's ``url`` beside JSONL records without one)."""
+    from datacurate.readers.warc import COLUMNS as WARC_COLUMNS
+
+    added: set[str] = set()
+    for spec in specs:
+        for col, setting in spec.cls.needs_columns(spec.config).items():
+            if col in added:
+                continue
+            lacking = [(src, fmt) for src, (fmt, have) in columns.items() if have is not None and col not in have]
+            if not lacking:
+                continue
+            fmts = sorted({fmt.upper() for _, fmt in lacking})
+            shown = ", ".join(src for src, _ in lacking[:3]) + (f" and {len(lacking) - 3} more" if len(lacking) > 3 else "")
+            how = "; ".join(f"{f} records have no '{col}'" if f in ("WARC", "ARC") else
+                            f"{f} records without a '{col}' field" for f in fmts)
+            web = " read WARC / ARC input (its rows carry it)," if col in WARC_COLUMNS else ""
+            raise ConfigError(f"{spec.cls.stats_key(spec.config)}: needs the column '{col}' ({setting}), which "
+                              f"{len(lacking)} input file{'s' * (len(lacking) != 1)} cannot have ({shown}: {how});"
+                              f"{web} give the records a '{col}' field, change {spec.name}'s setting, or remove the stage")
+        added.update(spec.cls.columns)
 
 
 def _output(table: pa.Table, columns: list) -> pa.Table:

@@ -20,7 +20,7 @@ from datacurate.phases import faults, layout
 from datacurate.phases.journal import Journal
 from datacurate.engine.launch import launch_doremi, launch_train, quiet
 from datacurate.engine.progress import Progress
-from datacurate.engine.process import build_stages, reserved_columns
+from datacurate.engine.process import build_stages, check_columns, reserved_columns
 from datacurate.engine.stats import StageStats, finalize, format_funnel
 from datacurate.io import KINDS, InputError, check_consumed, plan_reads
 from datacurate.report.scan import read_json
@@ -104,6 +104,7 @@ def _discard_unfinished(out: str) -> None:
     for staged in journal.get("run", OUTSIDE, {}):
         storage.delete(staged)
     storage.delete(layout.work(out))
+    storage.delete(layout.trash(out))
 
 
 def _swap(cfg: PipelineConfig, journal: Journal, staging: str) -> None:
@@ -197,6 +198,7 @@ def _run(cfg: PipelineConfig, progress: bool | None, log: Callable[[str], None],
 
     refuse_relative_in_job(write_places(cfg))
     tasks = plan_reads(cfg.input, reserved=reserved_columns(cfg.stages))  # fails fast on bad inputs and fields
+    check_columns(cfg.stages, tasks.columns)  # a stage needing a column the input cannot have: one line, now
     for url in _remote_outputs(cfg):
         storage.check_bucket(url)  # one line for a missing bucket, refused credentials, a dead endpoint
     check_order(cfg.stages)
@@ -209,6 +211,8 @@ def _run(cfg: PipelineConfig, progress: bool | None, log: Callable[[str], None],
     journal = Journal(layout.journal(staging))
     digest = config_sha256(cfg)
     started = journal.get("run", "config")
+    if started is not None and journal.get("run", "finished"):  # a complete run's journal (output.keep_work)
+        started = None
     if resume and started is not None and started["sha256"] != digest:
         raise ConfigError(f"--resume: the unfinished run in {out} has another configuration (sha256 "
                           f"{started['sha256'][:12]}, now {digest[:12]}); run without --resume to start over")
@@ -216,6 +220,8 @@ def _run(cfg: PipelineConfig, progress: bool | None, log: Callable[[str], None],
         done = read_json(storage.join(out, "stats.json"))
         if done is not None and done.get("config_sha256") == digest:
             log(f"[datacurate] --resume: {out} holds a complete run of this configuration; nothing to do")
+            if not cfg.output.keep_work:
+                layout.clear_work(out)  # finishes a clean-up a crash interrupted
             return done
         log(f"[datacurate] --resume: no unfinished run in {out}; starting a new one")
     fresh = not (resume and started is not None)
@@ -271,8 +277,10 @@ def _work(run: Run) -> dict:
         rep["train"] = launch_train(cfg.train, not fresh, cfg.ray, log if show else quiet)
     rep["config_sha256"] = run.digest
     storage.write_text(storage.join(out, "stats.json"), json.dumps(rep, indent=2))  # last: marks a complete run
+    journal.record("run", "finished", True)
     if not cfg.output.keep_work:
-        storage.delete(layout.work(out))
+        with errors.doing("the clean-up of a complete run (--resume completes it)"):
+            layout.clear_work(out)
     return rep
 
 

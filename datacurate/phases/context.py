@@ -33,6 +33,7 @@ import pyarrow.compute as pc
 from datacurate import storage
 from datacurate.phases import layout
 from datacurate.phases.journal import Journal
+from datacurate.schema import WPART
 
 
 class Blocks(ABC):
@@ -166,6 +167,22 @@ class Context(ABC):
     @abstractmethod
     def release(self, actors: Sequence[Worker]) -> None:
         """The workers are no longer needed."""
+
+
+def read_part(path: str, columns: Sequence[str]) -> pa.Table:
+    """``columns`` of one part file, plus ``_wpart`` (its name). A column the part lacks
+    is all null: an extra input field that no record of the part's batch held (JSONL
+    records with a ``url`` in some batches and not in others), not an ``ArrowInvalid``."""
+    try:
+        t = storage.read_parquet(path, columns=list(columns))
+    except pa.ArrowInvalid:
+        have = set(storage.parquet_file(path).schema_arrow.names)
+        t = storage.read_parquet(path, columns=[c for c in columns if c in have])
+        for c in columns:
+            if c not in have:
+                t = t.append_column(c, pa.nulls(t.num_rows))
+        t = t.select(list(columns))
+    return t.append_column(WPART, pa.array([posixpath.basename(path)] * t.num_rows, pa.string()))
 
 
 JP, SIDE = "_jp", "_side"  # a join's partition and side (0: left, 1: right) columns

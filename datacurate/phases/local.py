@@ -13,7 +13,6 @@ called on one table runs the same ``run_global`` here (:func:`run_table`).
 from __future__ import annotations
 
 import json
-import posixpath
 import tempfile
 from typing import Callable, Iterator, Sequence
 
@@ -22,9 +21,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from datacurate import storage
 from datacurate.phases import faults, layout
-from datacurate.phases.context import SIDE, Blocks, Context, DirectOutputs, Worker, join_group
+from datacurate.phases.context import SIDE, Blocks, Context, DirectOutputs, Worker, join_group, read_part
 from datacurate.phases.journal import Journal
-from datacurate.schema import ID, ORD, REJECT_REASON, WPART
+from datacurate.schema import ID, ORD, REJECT_REASON
 
 
 class LocalData(Blocks):
@@ -117,8 +116,7 @@ class LocalContext(Context):
     def read(self, files: Sequence[str], columns: Sequence[str]) -> LocalData:
         blocks = []
         for f in files:
-            t = storage.read_parquet(f, columns=list(columns))
-            blocks.append(t.append_column(WPART, pa.array([posixpath.basename(f)] * t.num_rows, pa.string())))
+            blocks.append(read_part(f, columns))
         return LocalData(blocks, self.stage)
 
     def _run_items(self, phase: str, fn: Callable, todo: list, kwargs: dict, journal, kind: str) -> dict:

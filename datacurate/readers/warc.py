@@ -55,6 +55,7 @@ WEB_SCHEMES = ("http:", "https:", "ftp:")  # a resource record of another scheme
 COLUMNS = {"url": pa.string(), "date": pa.string(), "content_type": pa.string(), "http_status": pa.int32(),
            "warc_type": pa.string(), "warc_offset": pa.int64()}
 GZIP_MAGIC = b"\x1f\x8b\x08"
+SCAN_BYTES = 1 << 20  # planning looks this far past a cut (or a quarter chunk) for the next record's gzip member
 
 
 class Record(NamedTuple):
@@ -126,13 +127,18 @@ def plan(path: str, source: str, size: int, cfg: InputConfig, fmt: str = "warc")
         raise InputError(f"not a WARC or ARC file: {path} (it starts with {shown!r})")
     if kind == "arc" or not gz or size <= cfg.chunk_bytes:
         return FilePlan([ReadTask(path, source, kind, end=size, size=size)], size)
-    bounds = [0]
-    with storage.open_input(path) as f:
-        while bounds[-1] + cfg.chunk_bytes < size:
-            pos = _next_member(f, bounds[-1] + cfg.chunk_bytes, size)
-            if pos >= size:
+    bounds, cut = [0], cfg.chunk_bytes
+    with storage.open_input(path, block=SCAN_BYTES) as f:
+        while cut < size:  # a member opening a record within SCAN_BYTES of each cut, else the next cut
+            window = min(size, cut + max(SCAN_BYTES, cfg.chunk_bytes // 4))
+            pos = _next_member(f, cut, window)
+            if pos < window:
+                bounds.append(pos)
+                cut = pos + cfg.chunk_bytes
+            elif len(bounds) == 1:  # none after the first cut: one gzip stream (or huge records), read whole
                 break
-            bounds.append(pos)
+            else:
+                cut = window
     bounds.append(size)
     return FilePlan([ReadTask(path, source, "warc", start=a, end=b, size=b - a)
                      for a, b in zip(bounds[:-1], bounds[1:])], size)
@@ -262,9 +268,7 @@ def _warc_records(task: ReadTask, tally: Tally) -> Iterator[Record]:
     if task.end <= task.start:
         return
     size = _size(task.path)
-    f = raw = storage.open_input(task.path)
-    if storage.is_remote(task.path):  # one ranged GET per 8 MB, not per member; seeks inside it are free
-        f = io.BufferedReader(Counted(raw, size), REMOTE_BUFFER)
+    f = raw = storage.open_input(task.path, block=storage.REMOTE_RANGE)  # on S3: 8 MB ranges, not one GET per member or 64 KB
     try:
         gz = f.read(3) == GZIP_MAGIC or task.path.lower().endswith(".gz")
         at_eof = task.end == size
@@ -274,7 +278,6 @@ def _warc_records(task: ReadTask, tally: Tally) -> Iterator[Record]:
         raw.close()
 
 
-REMOTE_BUFFER = 8 << 20
 MEMBER_IN_MEMORY = 64 << 20  # a gzip member up to this size (decompressed) is read from memory, a larger one streamed
 
 

@@ -65,6 +65,13 @@ class Stage:
         return cls.name
 
     @classmethod
+    def needs_columns(cls, config: Any) -> dict[str, str]:
+        """Columns this stage, so configured, cannot run without ({column: the setting that
+        asks for it}): every input file must be able to carry each, or an earlier stage add
+        it, else the run stops at plan time with one line (:func:`datacurate.engine.process.check_columns`)."""
+        return {}
+
+    @classmethod
     def output_dir(cls, config: Any, out: str) -> Optional[str]:
         """The directory this stage, so configured, writes (``out``: OUT); None: none."""
         return None

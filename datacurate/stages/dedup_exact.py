@@ -178,17 +178,18 @@ def hash128(texts: pa.Array) -> tuple[np.ndarray, np.ndarray]:
 
 def keys(table: pa.Table, cfg: ExactDedupConfig) -> pa.Table:
     """Phase 1 (per batch): one row per document (or non-blank line) to look up."""
-    texts = table.column(TEXT).combine_chunks()
     ords = np.asarray(table.column(ORD), dtype=np.int64)
     prio, live = _priority(table, cfg), _live(table, cfg)
-    if cfg.key == "url":
+    if cfg.key == "url":  # no text read: a page's HTML is most of a crawl's bytes (nchars: unused in mode document)
         if cfg.url_field not in table.column_names:
             raise KeyError(f"exact_dedup: key: url, but url_field '{cfg.url_field}' is not a column")
         urls = url_forms.canonical(table.column(cfg.url_field))
         doc = np.flatnonzero(np.asarray(pc.is_valid(urls)))  # no URL: no key, never a duplicate
         hi, lo = hash128(urls.take(pa.array(doc, pa.int64())))
-        para, nchars = np.zeros(len(doc), np.int32), np.asarray(pc.utf8_length(texts.take(pa.array(doc, pa.int64()))))
-    elif cfg.mode == "document":
+        para, nchars = np.zeros(len(doc), np.int32), np.zeros(len(doc), np.int64)
+        return _keys_table(ords[doc], para, hi, lo, prio[doc], live[doc], nchars, cfg)
+    texts = table.column(TEXT).combine_chunks()
+    if cfg.mode == "document":
         hi, lo = hash128(normalized(texts, cfg.normalize))
         doc, para, nchars = np.arange(len(texts)), np.zeros(len(texts), np.int32), np.asarray(pc.utf8_length(texts))
     else:
@@ -199,8 +200,12 @@ def keys(table: pa.Table, cfg: ExactDedupConfig) -> pa.Table:
         hi, lo = hash128(normalized(lines.values.take(pa.array(keep)), cfg.normalize))
         doc, para = lines.doc[keep], index[keep].astype(np.int32)
         nchars = np.asarray(pc.utf8_length(lines.values.take(pa.array(keep))))
+    return _keys_table(ords[doc], para, hi, lo, prio[doc], live[doc], nchars, cfg)
+
+
+def _keys_table(ords, para, hi, lo, prio, live, nchars, cfg: ExactDedupConfig) -> pa.Table:
     return pa.table({
-        ORD: ords[doc], "para": para, "hi": hi, "lo": lo, "prio": prio[doc], "live": live[doc],
+        ORD: ords, "para": para, "hi": hi, "lo": lo, "prio": prio, "live": live,
         "nchars": nchars.astype(np.int64), "shard": (hi % np.uint64(cfg.num_shards)).astype(np.int32),
     })
 
@@ -335,6 +340,15 @@ class ExactDedup(GlobalStage):
         return cls.name if config.key == "text" else f"{cls.name}:{config.key}"
 
     @classmethod
+    def needs_columns(cls, config: ExactDedupConfig) -> dict[str, str]:
+        need = {config.url_field: "key: url"} if config.key == "url" else {}
+        if config.priority_column:
+            need[config.priority_column] = f"priority_column: {config.priority_column}"
+        if config.status_column:
+            need[config.status_column] = f"status_column: {config.status_column}"
+        return need
+
+    @classmethod
     def output_dir(cls, config: ExactDedupConfig, out: str) -> str:
         default = "exact_dedup_filter" if config.key == "text" else f"exact_dedup_{config.key}_filter"
         return storage.abspath(config.save_filter or storage.join(out, default))
@@ -358,7 +372,7 @@ class ExactDedup(GlobalStage):
         if not ctx.files:
             return metrics
         actors = ctx.actors(FilterShard, [(bits, k, c.load_filter, s, c.num_shards) for s in range(c.num_shards)])
-        cols = [ORD, TEXT] + ([c.url_field] if c.key == "url" else []) + ([c.priority_column] if c.priority_column else [])
+        cols = [ORD] + ([c.url_field] if c.key == "url" else [TEXT]) + ([c.priority_column] if c.priority_column else [])
         cols += [c.status_column] if c.status_column and c.status_column not in cols else []
         status = (ctx.read(ctx.files, cols).map("keys", _phase_keys, cfg=c)
                   .groupby("decide", "shard", c.num_shards, _phase_decide, concurrency=c.num_shards,

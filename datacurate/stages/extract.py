@@ -19,7 +19,9 @@ images, PDFs, ...; a WET ``conversion`` record is text already and passes unchan
 an extraction that overran ``timeout`` (``extract/timeout``) or failed
 (``extract/error``), or no text (``extract/empty``). Extraction runs in a child process
 killed on timeout (:mod:`datacurate.text.sandbox`), so one pathological page costs
-``timeout`` seconds and its batch goes on. Kept rows carry the extracted text; the HTML
+``timeout`` seconds and its batch goes on; a child that keeps dying before it takes
+its batch is restarted :data:`~datacurate.text.sandbox.MAX_FUTILE` times, then the rest of
+the batch is ``extract/error`` (``worker_gave_up`` counts them, one warning). Kept rows carry the extracted text; the HTML
 is dropped unless ``keep_html`` (rejected rows keep their input text, the HTML).
 """
 
@@ -154,6 +156,7 @@ class Extract(Stage):
         timed_out, failed = np.zeros(n, bool), np.zeros(n, bool)
         used: dict[str, int] = {}
         restarts = self.sandbox.restarts if self.sandbox is not None else 0
+        given_up = self.sandbox.given_up if self.sandbox is not None else 0
         for i, (st, value) in zip(todo, self._run([texts[i] for i in todo])):
             if st == OK:
                 texts[i], engine = value
@@ -173,8 +176,13 @@ class Extract(Stage):
             "extracted": int(done.sum()), "passed_through": int((converted & ~bad_status).sum()),
             "html_bytes_in": int(pc.sum(html_bytes.filter(pa.array(done))).as_py() or 0),
             "text_chars_out": int(pc.sum(pc.utf8_length(out_text.filter(pa.array(kept_done)))).as_py() or 0),
+            # UTF-8 bytes of the extracted text: with html_bytes_in, what a page's HTML bytes come to as text
+            # (a token estimate for pages never extracted scales their HTML by it, not counts HTML bytes as text)
+            "text_bytes_out": int(pc.sum(pc.binary_length(out_text.filter(pa.array(kept_done)).cast(pa.large_binary())))
+                                  .as_py() or 0),
             "engine_used": used,
             "worker_restarts": (self.sandbox.restarts - restarts) if self.sandbox is not None else 0,
+            "worker_gave_up": (self.sandbox.given_up - given_up) if self.sandbox is not None else 0,
         }
         text = pc.if_else(pa.array(kept_done), out_text, src.cast(pa.large_string()))
         html = src.cast(pa.large_string()) if self.config.keep_html else pa.nulls(n, pa.large_string())

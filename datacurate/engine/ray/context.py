@@ -5,28 +5,22 @@ Ray: per-file tasks and reads as Ray Data tasks, groupbys / joins / sorts as
 from __future__ import annotations
 
 import json
-import posixpath
 import time
 from typing import Callable, Sequence
 
 import pyarrow as pa
 import ray
 
-from datacurate import storage
 from datacurate.phases import faults
-from datacurate.phases.context import Context
+from datacurate.phases.context import Context, read_part
 from datacurate.phases.journal import Journal
 from datacurate.engine.memory import give_back
 from datacurate.engine.ray.data import ActorRef, Data, map_items, shuffle_blocks
-from datacurate.schema import WPART
 
 
 def _read_files(batch: pa.Table, columns: list) -> pa.Table:
-    tables = []
-    for f in batch.column("item").to_pylist():
-        t = storage.read_parquet(f, columns=columns)
-        tables.append(t.append_column(WPART, pa.array([posixpath.basename(f)] * t.num_rows, pa.string())))
-    return pa.concat_tables(tables)
+    tables = [read_part(f, columns) for f in batch.column("item").to_pylist()]
+    return pa.concat_tables(tables, promote_options="permissive")  # a column absent from a part: null there
 
 
 def _per_file(batch: pa.Table, fn: Callable, kwargs: dict, stage: str, phase: str,
