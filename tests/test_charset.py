@@ -70,7 +70,7 @@ def test_a_label_the_bytes_contradict_gives_way_to_the_next_source():
     d = charset.decode(cp1252, "utf-8")  # a header saying utf-8 over windows-1252 bytes
     assert d.text == _html(FRENCH) and d.encoding == "windows-1252" and d.n_replacement_chars == 0
     utf8 = _html(FRENCH + JAPANESE).encode("utf-8")
-    d = charset.decode(utf8, "shift_jis")  # a header saying shift_jis over UTF-8 bytes: detection reads UTF-8
+    d = charset.decode(utf8, "shift_jis")  # a header saying shift_jis over UTF-8 bytes: UTF-8
     assert d.text == utf8.decode("utf-8") and d.encoding == "utf-8"
     # a comment's <meta> is no declaration: the real one decides
     body = b"<!-- <meta charset=\"shift_jis\"> -->" + _html(FRENCH, "windows-1252").encode("cp1252")
@@ -191,12 +191,13 @@ def test_no_label_ends_a_run(tmp_path):
     for kind in ("kept", "rejected"):
         if not (out / kind).exists():
             continue
-        for r in pq.read_table(out / kind, columns=["url", "charset", "n_replacement_chars", "reject_stage",
-                                                    "reject_reason"]).to_pylist():
+        t = pq.read_table(out / kind)
+        for r in t.select([c for c in ("url", "charset", "n_replacement_chars", "reject_stage")
+                           if c in t.column_names]).to_pylist():
             assert r["url"] not in rows
             rows[r["url"]] = r
     assert set(rows) == set(urls)
-    assert not [r for r in rows.values() if r["reject_stage"] == "input"]
+    assert not [r for r in rows.values() if r.get("reject_stage") == "input"]
     stats = json.loads((out / "stats.json").read_text())
     assert stats["totals"]["read"] == len(urls) and stats["totals"]["accounted"] and stats["totals"]["kept"]
     for url, label in urls.items():

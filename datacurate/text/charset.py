@@ -13,14 +13,15 @@ The sources, in the order of the standard (its encoding sniffing algorithm): a b
 mark; the HTTP ``Content-Type`` charset; a ``<meta>`` tag or an XML declaration in the
 first 4 KB, comments skipped (the prescan; a ``utf-16`` label there means UTF-8, as the
 HTML standard says, since a page whose ASCII bytes were read to find it is not UTF-16);
-resiliparse's ``detect_encoding``; UTF-8. A browser takes the first and shows what comes
-out; here each is tried until one decodes, so a label the bytes contradict gives way to
-the next source (a header saying ``utf-8`` over windows-1252 bytes). UTF-8 that decodes
-nearly everything (four valid non-ASCII characters for each invalid sequence: a page cut
-inside its last character) is kept with U+FFFD where it does not. When none decodes, the
-reading with the fewest U+FFFD is kept if it nearly decodes (a Shift_JIS page with one
-stray byte), else windows-1252, the browser's default for an undeclared page, which
-decodes any bytes.
+UTF-8; resiliparse's ``detect_encoding``. A browser takes the first declaration and shows
+what comes out; here each source is tried until one decodes, so a label the bytes
+contradict gives way to the next (a header saying ``utf-8`` over windows-1252 bytes).
+Bytes valid as UTF-8 are read as UTF-8 before any detection (non-ASCII text in another
+encoding is almost never valid UTF-8 by chance), and UTF-8 that decodes nearly everything (four valid non-ASCII characters for
+each invalid sequence: a page cut inside its last character) is kept with U+FFFD where it
+does not. When none decodes, the reading with the fewest U+FFFD is kept if it nearly
+decodes (a Shift_JIS page with one stray byte), else windows-1252, the browser's default
+for an undeclared page, which decodes any bytes.
 
 ``utf-16`` labels without a byte-order mark: the HTTP header is the one place the standard
 honours them (it decodes UTF-16LE), which turns an ASCII page into CJK garbage; here a
@@ -180,8 +181,8 @@ def _sources(payload: bytes, charset: str | None, first: str | None):
         header = None  # the standard's UTF-16LE over ASCII bytes is CJK garbage
     yield header
     yield prescan(payload)
+    yield "utf-8"  # before detection: valid UTF-8 is UTF-8 (and the detector's time is saved)
     yield detect(payload)
-    yield "utf-8"
 
 
 def decode(payload: bytes, charset: str | None = None) -> Decoded:
