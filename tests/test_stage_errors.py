@@ -11,6 +11,7 @@ parsing fails on some real records."""
 
 from __future__ import annotations
 
+import errno
 import json
 import re
 from dataclasses import dataclass
@@ -43,11 +44,11 @@ def _batch(texts: list[str]) -> pa.Table:
                      ORD: pa.array(np.arange(n, dtype=np.int64))})
 
 
-def _failing(cls: type[Stage]) -> type[Stage]:
+def _failing(cls: type[Stage], error: Exception | None = None) -> type[Stage]:
     class Failing(cls):
         def annotate(self, table):
             if pc.any(pc.match_substring(table.column("text"), MARK)).as_py():
-                raise ValueError(f"cannot handle {MARK!r}")
+                raise error or ValueError(f"cannot handle {MARK!r}")
             return super().annotate(table)
 
     return Failing
@@ -69,6 +70,15 @@ def test_every_map_stage_rejects_the_record_it_fails_on(name):
     others = [i for i in range(len(texts)) if i != bad]
     clean, _ = apply_stage(cls(**PARAMS.get(name, {})), batch.take(others))
     assert out.take(others).select(clean.column_names).to_pylist() == clean.to_pylist()
+
+
+def test_the_machine_failing_is_no_record_reject():
+    """A full disk met inside a stage stops the batch (the run says it in one line, and
+    ``--resume`` goes on after the fix): it says nothing about the record."""
+    texts = [*PROSE_LINES, f"{PROSE_LINES[0]} {MARK}"]
+    stage = _failing(STAGES["langid"], OSError(errno.ENOSPC, "No space left on device"))()
+    with pytest.raises(OSError, match="No space left"):
+        apply_stage(stage, _batch(texts))
 
 
 @dataclass

@@ -21,6 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from datacurate import fields, storage
 from datacurate.config import PipelineConfig, StageSpec
+from datacurate.errors import is_operational
 from datacurate.engine.stats import StageStats, add_task, count_reasons, merge, plain
 from datacurate.io import ReadTask, read_task, write_parts
 from datacurate.phases import faults, layout
@@ -149,11 +150,14 @@ def per_record(stage: Stage, table: pa.Table) -> pa.Table:
     """``stage(table)``; where it raises, the stage runs on each half, down to single rows:
     a row that fails alone is rejected as ``<stage>/error:<exception>`` (its input as it
     came, the stage's columns null), so no page ends a run and the others are judged as
-    in any batch (a map stage judges each row alone). An exception that is no error of a
-    record (KeyboardInterrupt, SystemExit) is not caught."""
+    in any batch (a map stage judges each row alone). An error of the machine or the storage
+    (:func:`datacurate.errors.is_operational`: a full disk, a lost object store, memory) and
+    an interruption are raised as they are: they stop the run, and ``--resume`` goes on."""
     try:
         return stage(table)
     except Exception as e:  # noqa: BLE001 - one record's failure is that record's reject reason
+        if is_operational(e):
+            raise
         if table.num_rows <= 1:
             return _failed(stage, table, e)
     half = table.num_rows // 2

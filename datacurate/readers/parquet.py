@@ -15,6 +15,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from datacurate import fields, storage
+from datacurate.errors import is_operational
 from datacurate.input_config import InputConfig
 from datacurate.readers.base import SAMPLE_RECORDS, FieldStats, FilePlan, InputError, ReadTask, Tally, make_batch
 
@@ -90,7 +91,9 @@ def read(task: ReadTask, cfg: InputConfig, counters: dict, tally: Tally) -> Iter
                 row += n
                 in_task += n
                 offset += n
-        except (OSError, pa.ArrowException):  # a damaged row group: its rows not yet read are rejects
+        except (OSError, pa.ArrowException) as e:  # a damaged row group: its rows not yet read are rejects
+            if is_operational(e):  # not the file's damage: a lost store, a vanished file, a full disk
+                raise
             n = pf.metadata.row_group(rg).num_rows - offset
             derived = pc.binary_join_element_wise(pa.scalar(f"{task.source}:"), _as_str(pa.array(range(row, row + n))),
                                                   "")
