@@ -3,7 +3,7 @@ against charset-normalizer, on real text (Debian's translated man pages, install
 apt: French, German, Spanish as windows-1252; Japanese as Shift_JIS and EUC-JP; Russian
 as windows-1251 and KOI8-R), cut into page-sized snippets wrapped in HTML with no
 charset anywhere. A detection is right when the page decodes to its original text
-(labels read as browsers read them: datacurate.readers.warc.codec).
+(labels read as browsers read them: datacurate.text.charset.codec).
 
     python benchmarks/bench_charset.py [--pages-per-case 40]
 """
@@ -17,7 +17,7 @@ import re
 import time
 from pathlib import Path
 
-from datacurate.readers.warc import codec
+from datacurate.text.charset import codec
 
 CASES = {"fr": ["cp1252"], "de": ["cp1252"], "es": ["cp1252"], "ja": ["shift_jis", "euc_jp"], "ru": ["cp1251", "koi8_r"]}
 

@@ -136,6 +136,22 @@ def explain(e: BaseException) -> tuple[str, str] | None:
     return (f"{path}: {what}" if path else what), todo
 
 
+def is_operational(e: BaseException) -> bool:
+    """Whether ``e`` is the machine's or the storage's failure (an errno, a storage error, one
+    already explained), not the data's: such an error stops the run (``--resume`` after the
+    fix), where a record's own failure becomes that record's reject."""
+    if isinstance(e, MemoryError):
+        return True
+    for x in causes(e):
+        if isinstance(x, Explained) or _is_storage(x):
+            return True
+        # FileNotFoundError, PermissionError, ConnectionError ... or an errno; Arrow says a
+        # file's damage with a plain OSError ("Couldn't deserialize thrift", "Corrupt ... data")
+        if isinstance(x, OSError) and (type(x) is not OSError or _errno_of(x) is not None):
+            return True
+    return False
+
+
 def _path_in(text: str) -> str | None:
     """A path quoted in an error's text (Arrow: "Failed to open local file '/x/y'")."""
     import re

@@ -21,6 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from datacurate import fields, storage
 from datacurate.config import ConfigError, PipelineConfig, StageSpec
+from datacurate.errors import is_operational
 from datacurate.engine.stats import StageStats, add_task, count_reasons, merge, plain
 from datacurate.io import ReadTask, read_task, write_parts
 from datacurate.phases import faults, layout
@@ -152,7 +153,9 @@ def apply_stage(stage: Stage, table: pa.Table, decisions: pa.Table | None = None
         if decisions is None and stage.is_global:  # on this batch alone: its metrics are its run's
             t, found["metrics"] = stage.run_table(t)
             return t
-        return stage(t) if decisions is None else stage.annotated(t, *stage.apply(t, decisions))
+        if decisions is None:
+            return per_record(stage, t)
+        return stage.annotated(t, *stage.apply(t, decisions))
 
     if n_in == table.num_rows:
         out = run(table)
@@ -170,6 +173,33 @@ def apply_stage(stage: Stage, table: pa.Table, decisions: pa.Table | None = None
     metrics = found.get("metrics") or (stage.metrics(out.filter(pa.array(alive))) if n_in else {})
     rejected = count_reasons(out.column(REJECT_REASON).filter(pa.array(newly)))
     return out, StageStats(n_in, n_in - int(newly.sum()), rejected, time.perf_counter() - t0, metrics or None)
+
+
+def per_record(stage: Stage, table: pa.Table) -> pa.Table:
+    """``stage(table)``; where it raises, the stage runs on each half, down to single rows:
+    a row that fails alone is rejected as ``<stage>/error:<exception>`` (its input as it
+    came, the stage's columns null), so no page ends a run and the others are judged as
+    in any batch (a map stage judges each row alone). An error of the machine or the storage
+    (:func:`datacurate.errors.is_operational`: a full disk, a lost object store, memory) and
+    an interruption are raised as they are: they stop the run, and ``--resume`` goes on."""
+    try:
+        return stage(table)
+    except Exception as e:  # noqa: BLE001 - one record's failure is that record's reject reason
+        if is_operational(e):
+            raise
+        if table.num_rows <= 1:
+            return _failed(stage, table, e)
+    half = table.num_rows // 2
+    parts = [per_record(stage, table.slice(0, half)), per_record(stage, table.slice(half))]
+    return pa.concat_tables(parts, promote_options="permissive")
+
+
+def _failed(stage: Stage, table: pa.Table, error: Exception) -> pa.Table:
+    out = _ensure_columns(table, stage.columns)
+    detail = " ".join(f"{type(error).__name__}: {error}".split())[:200]
+    reason = pa.array([f"{stage.name}/error:{detail}"] * table.num_rows, pa.string())
+    i = out.schema.get_field_index(REJECT_REASON)
+    return out.set_column(i, REJECT_REASON, reason) if i >= 0 else out.append_column(REJECT_REASON, reason)
 
 
 def _finish(table: pa.Table, stages: Sequence[Stage], seg: Segment, cfg: PipelineConfig, stats: dict) -> None:

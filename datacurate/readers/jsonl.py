@@ -7,7 +7,8 @@ numbers counted on the driver so derived ids stay stable); a compressed file is 
 that reads its stream to the end; a JSON array is parsed whole (one task). Bad records
 never raise: ``input/malformed_json``, ``input/invalid_utf8``, ``input/missing_text``,
 ``input/null_text``, ``input/non_string_text``, ``input/not_an_object``,
-``input/doc_too_large``. A record without an id gets ``<source>:<line>`` (for an array,
+``input/doc_too_large``, and ``input/error`` for a record whose reading raised anyway (its
+line kept as text: no record ends a run). A record without an id gets ``<source>:<line>`` (for an array,
 ``<source>:<n>``, its 1-based position).
 """
 
@@ -201,7 +202,17 @@ def _read_lines(task: ReadTask, cfg: InputConfig, counters: dict, tally: Tally):
             else:
                 yield derived, raw.decode("utf-8").rstrip("\n"), default_domain, "input/malformed_json"
                 continue
-        yield _row(obj, derived, raw, cfg, taken)
+        yield _safe_row(obj, derived, raw, cfg, taken)
+
+
+def _safe_row(obj, derived: str, raw: bytes | None, cfg: InputConfig, taken: frozenset) -> tuple:
+    """:func:`_row`, and where it raises (a record no rule foresaw), ``input/error`` with the
+    record's text as it came: no record ends a run."""
+    try:
+        return _row(obj, derived, raw, cfg, taken)
+    except Exception:  # noqa: BLE001 - one record's failure is that record's reject reason
+        text = raw.decode("utf-8", "replace").rstrip("\n") if raw is not None else repr(obj)
+        return derived, text, cfg.default_domain, "input/error"
 
 
 def _row(obj, derived: str, raw: bytes | None, cfg: InputConfig, taken: frozenset) -> tuple:
@@ -260,4 +271,4 @@ def _read_array(task: ReadTask, cfg: InputConfig, tally: Tally):
     taken = frozenset(task.taken or ())
     for i, obj in enumerate(doc if isinstance(doc, list) else [doc], start=1):
         tally.records += 1
-        yield _row(obj, f"{task.source}:{i}", None, cfg, taken)
+        yield _safe_row(obj, f"{task.source}:{i}", None, cfg, taken)

@@ -1,7 +1,9 @@
 """Parquet: one read task per row group, read column-wise straight into the common
 schema (no loop per row). A row without text (no such column, or null) keeps its whole
 record as JSON in ``text``, as a JSONL reject keeps its raw line; a record without an id
-gets ``<source>:<row>`` (0-based). A task's consumption is counted in rows."""
+gets ``<source>:<row>`` (0-based). A row group that cannot be read (damage) makes its rows
+not yet read ``input/corrupt_record`` rejects, one each, and the next row group is read. A
+task's consumption is counted in rows."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from datacurate import fields, storage
+from datacurate.errors import is_operational
 from datacurate.input_config import InputConfig
 from datacurate.readers.base import SAMPLE_RECORDS, FieldStats, FilePlan, InputError, ReadTask, Tally, make_batch
 
@@ -69,42 +72,66 @@ def read(task: ReadTask, cfg: InputConfig, counters: dict, tally: Tally) -> Iter
     cols = [c for c in own if c in names]
     extras = [c for c in pf.schema_arrow.names if c not in own] if task.taken is not None else []
     row = task.first_line
-    null = pa.scalar(None, pa.string())
     for rg in range(task.start, task.end):
         full, offset = None, 0
-        for batch in pf.iter_batches(batch_size=cfg.batch_rows, row_groups=[rg], columns=cols + extras):
-            n = batch.num_rows
+        try:
+            for batch in pf.iter_batches(batch_size=cfg.batch_rows, row_groups=[rg], columns=cols + extras):
+                n = batch.num_rows
+                ids, texts, domains, reasons, no_text = _columns(batch, task, row, cfg, cols)
+                if pc.any(no_text).as_py():
+                    full = full if full is not None else pf.read_row_group(rg)
+                    records = full.slice(offset, n).filter(no_text).to_pylist()
+                    texts = pc.replace_with_mask(texts, no_text, pa.array([_json(r) for r in records],
+                                                                          pa.large_string()))
+                tally.consumed += n
+                tally.records += n
+                tally.bytes += batch.nbytes
+                yield make_batch(ids, texts, domains, _extras(batch, extras, cfg.rename, task.json_fields), reasons)
+                row += n
+                offset += n
+        except (OSError, pa.ArrowException) as e:  # a damaged row group: its rows not yet read are rejects
+            if is_operational(e):  # not the file's damage: a lost store, a vanished file, a full disk
+                raise
+            n = pf.metadata.row_group(rg).num_rows - offset
             derived = pc.binary_join_element_wise(pa.scalar(f"{task.source}:"), _as_str(pa.array(range(row, row + n))),
                                                   "")
-            ids = pc.fill_null(_as_str(batch.column(cfg.id_field)), derived) if cfg.id_field in cols else derived
-            domains = (pc.fill_null(_as_str(batch.column(cfg.domain_field)), cfg.default_domain)
-                       if cfg.domain_field in cols else pa.array([cfg.default_domain] * n, pa.string()))
-            if cfg.text_field not in cols:
-                no_text = pa.array([True] * n)
-                texts = pa.array([""] * n, pa.large_string())
-                reasons = pa.array(["input/missing_text"] * n, pa.string())
-            else:
-                col = batch.column(cfg.text_field)
-                no_text = pc.is_null(col)
-                is_str = pa.types.is_string(col.type) or pa.types.is_large_string(col.type)
-                texts = _as_str(col)
-                bad = (pa.scalar("input/non_string_text") if not is_str else
-                       pc.if_else(pc.greater(pc.utf8_length(pc.fill_null(texts, "")), cfg.max_doc_chars),
-                                  pa.scalar("input/doc_too_large"), null))
-                reasons = pc.if_else(no_text, pa.scalar("input/null_text"), bad)  # an array: no_text is one
-                texts = pc.fill_null(texts, "").cast(pa.large_string())
-            if pc.any(no_text).as_py():
-                full = full if full is not None else pf.read_row_group(rg)
-                records = full.slice(offset, n).filter(no_text).to_pylist()
-                raw = pa.array([orjson.dumps(r, default=str, option=orjson.OPT_NON_STR_KEYS).decode() for r in records],
-                               pa.large_string())
-                texts = pc.replace_with_mask(texts, no_text, raw)
             tally.consumed += n
             tally.records += n
-            tally.bytes += batch.nbytes
-            yield make_batch(ids, texts, domains, _extras(batch, extras, cfg.rename, task.json_fields), reasons)
+            nulls = {cfg.rename.get(c, c): pa.nulls(n, pa.string() if cfg.rename.get(c, c) in task.json_fields
+                                                     else pf.schema_arrow.field(c).type) for c in extras}
+            yield make_batch(derived, pa.array([""] * n, pa.large_string()),
+                             pa.array([cfg.default_domain] * n, pa.string()), nulls,
+                             pa.array(["input/corrupt_record"] * n, pa.string()))
             row += n
-            offset += n
+
+
+def _columns(batch: pa.RecordBatch, task: ReadTask, row: int, cfg: InputConfig, cols: list) -> tuple:
+    """(ids, texts, domains, reasons, rows without text) of a batch of rows from ``row`` on."""
+    n, null = batch.num_rows, pa.scalar(None, pa.string())
+    derived = pc.binary_join_element_wise(pa.scalar(f"{task.source}:"), _as_str(pa.array(range(row, row + n))), "")
+    ids = pc.fill_null(_as_str(batch.column(cfg.id_field)), derived) if cfg.id_field in cols else derived
+    domains = (pc.fill_null(_as_str(batch.column(cfg.domain_field)), cfg.default_domain)
+               if cfg.domain_field in cols else pa.array([cfg.default_domain] * n, pa.string()))
+    if cfg.text_field not in cols:
+        return (ids, pa.array([""] * n, pa.large_string()), domains, pa.array(["input/missing_text"] * n, pa.string()),
+                pa.array([True] * n))
+    col = batch.column(cfg.text_field)
+    no_text = pc.is_null(col)
+    is_str = pa.types.is_string(col.type) or pa.types.is_large_string(col.type)
+    texts = _as_str(col)
+    bad = (pa.scalar("input/non_string_text") if not is_str else
+           pc.if_else(pc.greater(pc.utf8_length(pc.fill_null(texts, "")), cfg.max_doc_chars),
+                      pa.scalar("input/doc_too_large"), null))
+    reasons = pc.if_else(no_text, pa.scalar("input/null_text"), bad)  # an array: no_text is one
+    return ids, pc.fill_null(texts, "").cast(pa.large_string()), domains, reasons, no_text
+
+
+def _json(record: dict) -> str:
+    """A record without text, as JSON (its values that JSON cannot hold as their ``str``)."""
+    try:
+        return orjson.dumps(record, default=str, option=orjson.OPT_NON_STR_KEYS).decode()
+    except (TypeError, ValueError):  # orjson.JSONEncodeError: nesting, integers past 64 bits ...
+        return repr(record)
 
 
 def _extras(batch: pa.RecordBatch, names: list[str], rename: dict, as_json: list[str]) -> dict:

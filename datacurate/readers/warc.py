@@ -10,13 +10,16 @@ resource record of no web URL, such as wget's own log: :func:`is_document`): ``i
 date), ``content_type`` (the HTTP ``Content-Type``, else ``WARC-Identified-Payload-Type``,
 else the record's), ``http_status`` (null for records without HTTP), ``warc_type``,
 ``warc_offset`` (the record's byte offset in the stored file: its gzip member for a
-``.gz``), ``source`` (the file). ``text`` is the payload (HTTP transfer and content
-encodings undone) decoded with the charset of the HTTP header, else of a ``<meta>`` tag or
-XML declaration, else the one resiliparse's ``detect_encoding`` finds (on 277 real
-pages with no declared charset, benchmarks/bench_charset.py: right for 94.9% at ~3,000
-pages/s, against 85.6% at ~500 pages/s for charset-normalizer); labels decode as
-browsers decode them (WHATWG: ``iso-8859-1`` is windows-1252, ``shift_jis`` is cp932).
-Bytes that still do not decode follow ``input.invalid_utf8``. An image, a PDF or another
+``.gz``), ``source`` (the file), ``charset`` (the WHATWG encoding the payload was read
+as) and ``n_replacement_chars`` (the U+FFFD its decoding put in). ``text`` is the payload
+(HTTP transfer and content encodings undone) decoded as a browser decodes it
+(:mod:`datacurate.text.charset`: byte-order mark, HTTP header, ``<meta>`` prescan, then
+resiliparse's ``detect_encoding`` (on 277 real pages with no declared charset,
+benchmarks/bench_charset.py: right for 94.9% at ~3,000 pages/s, against 85.6% at ~500
+pages/s for charset-normalizer), labels from the WHATWG table, each tried until one
+decodes). A page is never rejected for its encoding; only bytes that are not text at all
+are (``input/not_text``), and a record whose decoding fails for any other reason is
+``input/error``: one page never ends a run. An image, a PDF or another
 binary payload is a document with empty text and its ``content_type``. Other records
 (``request``, ``warcinfo``, ``metadata``, ``revisit``, ``resource (metadata:)``) are
 counted by type in ``stats.json`` (``input_files.warc_records``) and the report's funnel.
@@ -35,7 +38,6 @@ without a target URI is ``input/missing_url``; a payload over ``max_doc_chars``
 
 from __future__ import annotations
 
-import codecs
 import io
 import os
 import re
@@ -47,13 +49,16 @@ import pyarrow as pa
 from datacurate import storage
 from datacurate.input_config import InputConfig
 from datacurate.readers.base import Batcher, Counted, FilePlan, InputError, ReadTask, Tally, count
+from datacurate.text import charset as charsets
 from datacurate.text.dates import iso_utc
 
 SUFFIXES = (".warc", ".warc.gz", ".arc", ".arc.gz", ".warc.wet", ".warc.wet.gz", ".wet.gz", ".wet")
 DOCUMENTS = ("response", "resource", "conversion")
 WEB_SCHEMES = ("http:", "https:", "ftp:")  # a resource record of another scheme is not a document (is_document)
 COLUMNS = {"url": pa.string(), "date": pa.string(), "content_type": pa.string(), "http_status": pa.int32(),
-           "warc_type": pa.string(), "warc_offset": pa.int64()}
+           "warc_type": pa.string(), "warc_offset": pa.int64(),
+           # how the payload was decoded (text/charset.py): the WHATWG encoding, and the U+FFFD it put in
+           "charset": pa.string(), "n_replacement_chars": pa.int32()}
 GZIP_MAGIC = b"\x1f\x8b\x08"
 SCAN_BYTES = 1 << 20  # planning looks this far past a cut (or a quarter chunk) for the next record's gzip member
 
@@ -196,9 +201,10 @@ def read(task: ReadTask, cfg: InputConfig, counters: dict, tally: Tally) -> Iter
             continue
         tally.records += 1
         tally.bytes += len(rec.payload)
-        text, reason = _row(rec, cfg)
+        text, reason, encoding, n_bad = _row(rec, cfg)
         batcher.add(rec.record_id or f"{task.source}@{rec.offset}", text, cfg.default_domain, reason)
-        for k, v in zip(COLUMNS, (rec.url, rec.date, rec.content_type, rec.http_status, rec.warc_type, rec.offset)):
+        for k, v in zip(COLUMNS, (rec.url, rec.date, rec.content_type, rec.http_status, rec.warc_type, rec.offset,
+                                  encoding, n_bad)):
             extra[k].append(v)
         if batcher.full():
             yield _flush(batcher, extra)
@@ -239,16 +245,19 @@ def _flush(batcher: Batcher, extra: dict) -> pa.Table:
     return batcher.flush(cols)
 
 
-def _row(rec: Record, cfg: InputConfig) -> tuple[str, str | None]:
-    """(text, reject reason or None) of a document record."""
+def _row(rec: Record, cfg: InputConfig) -> tuple[str, str | None, str | None, int | None]:
+    """(text, reject reason or None, encoding, U+FFFD put in) of a document record."""
     if rec.damage is not None:
-        return rec.payload.decode("utf-8", "replace"), rec.damage
-    text, reason = decode(rec.payload, rec.charset, rec.content_type, cfg.invalid_utf8)
+        return rec.payload.decode("utf-8", "replace"), rec.damage, None, None
+    try:
+        text, encoding, n_bad, reason = decode(rec.payload, rec.charset, rec.content_type)
+    except Exception:  # noqa: BLE001 - no page may end a run: a record that fails is a reject
+        return rec.payload.decode("utf-8", "replace"), "input/error", None, None
     if reason is None and not rec.url:
         reason = "input/missing_url"
     if reason is None and len(text) > cfg.max_doc_chars:
         reason = "input/doc_too_large"
-    return text, reason
+    return text, reason, encoding, n_bad
 
 
 def _warc_records(task: ReadTask, tally: Tally) -> Iterator[Record]:
@@ -690,56 +699,12 @@ def _http(body: bytes) -> tuple[int | None, dict, bytes]:
 
 # ----------------------------------------------------------------------------- decoding
 
-_META = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([a-zA-Z0-9_:.\-]+)""", re.I)
-_XML = re.compile(rb"""<\?xml[^>]+encoding\s*=\s*["']([a-zA-Z0-9_:.\-]+)""", re.I)
-# WHATWG labels whose Python codec is a narrower one than browsers use
-_BROWSER = {"iso8859-1": "cp1252", "ascii": "cp1252", "shift_jis": "cp932", "euc_jp": "euc_jis_2004",
-            "gb2312": "gb18030", "gbk": "gb18030", "euc_kr": "cp949", "iso8859-9": "cp1254", "big5": "big5hkscs"}
-_TEXT = ("text/", "application/xhtml", "application/xml", "application/json", "application/javascript",
-         "application/rss", "application/atom", "message/")
 
-
-def codec(label: str | None) -> str | None:
-    """The Python codec for a charset label, as a browser reads it (None: unknown)."""
-    if not label:
-        return None
-    try:
-        name = codecs.lookup(label.strip().strip("\"'")).name
-    except LookupError:
-        return None
-    return _BROWSER.get(name, name)
-
-
-def sniff_charset(payload: bytes) -> str | None:
-    """The charset a ``<meta>`` tag or an XML declaration in the first 4 KB declares."""
-    head = payload[:4096]
-    m = _META.search(head) or _XML.search(head)
-    return codec(m.group(1).decode("ascii")) if m else None
-
-
-def detect(payload: bytes) -> str:
-    from resiliparse.parse.encoding import detect_encoding
-
-    return codec(detect_encoding(payload[:65536])) or "utf-8"
-
-
-def is_text(content_type: str | None, payload: bytes) -> bool:
-    if content_type:
-        return content_type.startswith(_TEXT) or content_type.endswith(("+xml", "+json"))
-    return b"\x00" not in payload[:1024]
-
-
-def decode(payload: bytes, charset: str | None, content_type: str | None, invalid: str = "reject") -> tuple[str, str | None]:
-    """(text, reject reason or None): a binary payload is empty text; otherwise the charset
-    of the header, of the page, or detected; undecodable bytes per ``invalid``."""
-    if not is_text(content_type, payload):
-        return "", None
-    name = codec(charset) or sniff_charset(payload) or detect(payload)
-    try:
-        return payload.decode(name), None
-    except UnicodeDecodeError:
-        reason = None if invalid == "replace" else ("input/invalid_utf8" if name == "utf-8"
-                                                    else "input/invalid_encoding")
-        return payload.decode(name, "replace"), reason
-
-
+def decode(payload: bytes, charset: str | None, content_type: str | None) -> tuple[str, str | None, int, str | None]:
+    """(text, WHATWG encoding or None, U+FFFD put in, reject reason or None) of a payload: a
+    binary one is empty text; a text one is decoded as a browser does (text/charset.py),
+    and rejected only when its bytes are not text at all (``input/not_text``)."""
+    if not charsets.is_text(content_type, payload):
+        return "", None, 0, None
+    d = charsets.decode(payload, charset)
+    return d.text, d.encoding, d.n_replacement_chars, "input/not_text" if d.not_text else None

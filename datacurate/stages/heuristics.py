@@ -10,7 +10,10 @@ published ones (the README's ``heuristics`` table lists them): Gopher quality (R
 2.2: line removal rewrites ``text``, as C4 did; the number of removed lines is in
 ``c4_lines_removed``) and FineWeb's own rules.
 
-All statistics are computed over the whole batch at once (see ``textstats``).
+All statistics are computed over the whole batch at once (see ``textstats``), on the
+layout-normalised view of the text (:mod:`datacurate.text.layout`: Unicode spaces as
+spaces, invisible format characters out; the white space of RE2's regular expressions is ASCII);
+C4's line removal cuts the stored text at the lines it judged there.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import pyarrow.compute as pc
 from datacurate.coerce import opt
 from datacurate.schema import TEXT
 from datacurate.text import textstats as ts
+from datacurate.text.layout import layout_normalized
 from datacurate.stages.base import Stage, first_reason
 
 GOPHER_STOP_WORDS = ["the", "be", "to", "of", "and", "that", "have", "with"]
@@ -196,8 +200,7 @@ def c4_rules(texts: pa.Array, cfg: C4Config, split: Lines) -> tuple[list, pa.Arr
     # runs that removed lines leave behind
     blank = np.asarray(pc.equal(pc.utf8_length(line), 0))
     drop &= ~blank
-    kept = ts.Pieces(line, lines.doc, lines.offsets, lines.n_docs).select(~drop)
-    new_text = pc.utf8_trim_whitespace(pc.replace_substring_regex(kept.rejoin("\n"), r"\n{3,}", "\n\n"))
+    new_text = c4_text(lines, line, drop)
     sentences = np.asarray(pc.count_substring_regex(new_text, r"[.!?]+[\"'\)\]]*(\s|$)"))
     rules = [
         ("c4/lorem_ipsum", _b(pc.match_substring(lower, "lorem ipsum")) if cfg.filter_lorem_ipsum else False),
@@ -205,6 +208,12 @@ def c4_rules(texts: pa.Array, cfg: C4Config, split: Lines) -> tuple[list, pa.Arr
         ("c4/too_few_sentences", sentences < cfg.min_sentences),
     ]
     return rules, new_text, lines.per_doc(drop).astype(np.int32), drop
+
+
+def c4_text(lines: ts.Pieces, line: pa.Array, drop: np.ndarray) -> pa.Array:
+    """The documents without the ``drop``-ped lines (``line``: the trimmed ``lines``)."""
+    kept = ts.Pieces(line, lines.doc, lines.offsets, lines.n_docs).select(~drop)
+    return pc.utf8_trim_whitespace(pc.replace_substring_regex(kept.rejoin("\n"), r"\n{3,}", "\n\n"))
 
 
 def fineweb_rules(texts: pa.Array, n_words: np.ndarray, cfg: FineWebConfig) -> list:
@@ -238,7 +247,8 @@ class Heuristics(Stage):
 
     def annotate(self, table: pa.Table):
         cfg: HeuristicsConfig = self.config
-        texts = table.column(TEXT).combine_chunks()
+        stored = table.column(TEXT).combine_chunks()
+        texts = view = layout_normalized(stored)  # the rules judge this view; the stored text keeps its characters
         n = len(texts)
         rules: list = []
         words = split = None
@@ -253,11 +263,14 @@ class Heuristics(Stage):
         if cfg.gopher_repetition.enabled:
             rules += gopher_repetition(texts, words, word_len, cfg.gopher_repetition)
         removed = np.zeros(n, dtype=np.int32)
-        out_text = texts
+        out_text = stored
         if cfg.c4.enabled:
             c4, new_text, removed, dropped = c4_rules(texts, cfg.c4, split)
             rules += c4
             texts = new_text  # FineWeb's rules see the text C4 left, as in the FineWeb pipeline
+            if view is not stored:  # the same lines (no newline is normalised), of the stored text
+                lines = ts.split_pattern(stored, "\n", drop_blank=False)
+                new_text = c4_text(lines, pc.utf8_trim_whitespace(lines.values), dropped)
         if cfg.fineweb.enabled:
             if split:
                 n_words = split.lines.per_doc(words_per_line * ~dropped).astype(np.int64)
@@ -269,6 +282,6 @@ class Heuristics(Stage):
         if cfg.c4.enabled:
             # kept documents carry the C4-cleaned text; rejected ones keep what was read
             rejected = np.asarray(pc.is_valid(reasons))
-            out_text = pc.if_else(pa.array(rejected), out_text, texts.cast(out_text.type))
+            out_text = pc.if_else(pa.array(rejected), out_text, new_text.cast(out_text.type))
             cols[TEXT] = out_text
         return cols, reasons

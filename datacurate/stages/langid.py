@@ -6,8 +6,11 @@ Model: lid.176 (Joulin et al., "Bag of Tricks for Efficient Text Classification"
 (Li et al. 2024) keep English at a top-1 score >= 0.65; that is the default here.
 
 fastText reads one line per example, so newlines are replaced by spaces first (as
-the model's training data was one sentence per line). Prediction runs in fastText's
-C++ ``multilinePredict`` over the whole batch. Documents with no non-space
+the model's training data was one sentence per line), and it splits words at ASCII white
+space only: the model reads the layout-normalised view of the text
+(:mod:`datacurate.text.layout`: Unicode spaces as spaces, invisible format characters
+out), so non-breaking spaces do not decide a page's language; ``text`` is unchanged.
+Prediction runs in fastText's C++ ``multilinePredict`` over the whole batch. Documents with no non-space
 character cannot be identified: they get ``lang = "und"`` and score 0.
 """
 
@@ -25,6 +28,7 @@ from datacurate.coerce import opt
 from datacurate.models.fasttext_model import load_fasttext
 from datacurate.schema import TEXT
 from datacurate.stages.base import Score, Stage, first_reason, value_counts
+from datacurate.text.layout import layout_normalized
 
 DEFAULT_MODEL = Path(__file__).resolve().parent.parent / "models" / "lid.176.ftz"
 
@@ -59,7 +63,7 @@ class LangId(Stage):
         return {"lang": value_counts(table.column("lang"))}
 
     def annotate(self, table: pa.Table):
-        text = pc.utf8_slice_codeunits(table.column(TEXT), 0, self.config.max_chars)
+        text = layout_normalized(pc.utf8_slice_codeunits(table.column(TEXT), 0, self.config.max_chars))
         flat = pc.replace_substring_regex(text, r"[\r\n\t\v\f\x{2028}\x{2029}]+", " ")
         lines = flat.to_pylist()
         empty = np.asarray(pc.equal(pc.utf8_length(pc.utf8_trim_whitespace(flat)), 0).fill_null(True))
