@@ -225,12 +225,13 @@ def _priority(table: pa.Table, cfg: ExactDedupConfig) -> np.ndarray:
 
 
 def _live(table: pa.Table, cfg: ExactDedupConfig) -> np.ndarray:
-    """The status rank of each row: 2 a 2xx, 1 no status, 0 any other (all 0 without ``status_column``)."""
+    """The status rank of each row: 2 a 2xx, 1 no status, 0 any other (all 0 without
+    ``status_column``). Input that has no such column (JSONL records beside WARC files)
+    ranks as "no status": it cannot say a capture was dead."""
     if cfg.status_column is None:
         return np.zeros(table.num_rows, np.int8)
     if cfg.status_column not in table.column_names:
-        raise KeyError(f"exact_dedup: status_column '{cfg.status_column}' is not a column "
-                       f"(have: {', '.join(c for c in table.column_names if not c.startswith('_'))})")
+        return np.ones(table.num_rows, np.int8)
     status = table.column(cfg.status_column).combine_chunks()
     if not (pa.types.is_integer(status.type) or pa.types.is_floating(status.type)):  # "200" from JSONL: a number
         status = pa.array([int(v) if str(v).strip().isdigit() else None for v in status.to_pylist()], pa.int64())
@@ -344,9 +345,7 @@ class ExactDedup(GlobalStage):
         need = {config.url_field: "key: url"} if config.key == "url" else {}
         if config.priority_column:
             need[config.priority_column] = f"priority_column: {config.priority_column}"
-        if config.status_column:
-            need[config.status_column] = f"status_column: {config.status_column}"
-        return need
+        return need  # status_column is not needed: rows without one rank as "no HTTP status" (_live)
 
     @classmethod
     def output_dir(cls, config: ExactDedupConfig, out: str) -> str:
