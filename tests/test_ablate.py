@@ -302,7 +302,7 @@ def test_heuristics_beat_no_filter_on_half_junk_corpus(tmp_path):
     write_corpus(tmp_path / "corpus.jsonl", n_prose=60)
     cfg = load_ablation_config(_ablation(tmp_path, {"all": {"stages": ["tokenize", DECOMPOSE]},
                                                      "heuristics": {"stages": ["heuristics", "tokenize", DECOMPOSE]}},
-                                         tokens=30 * 2048))
+                                         tokens=12 * 2048))
     summary = run_ablation(cfg, log=lambda m: None, report=False)
     d = summary["diffs"]["heuristics"]["prose"]
     assert d["ci"][1] < 0 and d["distinguishable"] and d["better"], d
