@@ -17,7 +17,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from datacurate.ablation_config import load_ablation_config  # noqa: E402
+from datacurate.configs.ablation import load_ablation_config  # noqa: E402
 from datacurate.engine.ablate import format_table, run_ablation  # noqa: E402
 from tests.ablation_data import write_corpus  # noqa: E402
 

@@ -47,7 +47,7 @@ from pathlib import Path  # noqa: E402
 
 import pyarrow as pa  # noqa: E402
 
-from datacurate.schema import REJECT_REASON  # noqa: E402
+from datacurate.core.schema import REJECT_REASON  # noqa: E402
 from datacurate.stages.quality import Quality  # noqa: E402
 from datacurate.stages.toxicity import DEFAULT_LISTS, Toxicity  # noqa: E402
 

@@ -112,7 +112,7 @@ def main() -> None:
     ap.add_argument("--stages", default="exact,near", help="exact, near or exact,near")
     args = ap.parse_args()
 
-    from datacurate.config import load_config
+    from datacurate.configs.pipeline import load_config
     from datacurate.engine import run_pipeline
 
     cache = ROOT / "benchmarks" / ".cache"

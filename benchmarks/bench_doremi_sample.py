@@ -16,7 +16,7 @@ import platform
 import time
 
 from datacurate.train.doremi import run_doremi
-from datacurate.train_config import DoremiRunConfig, load_train_config
+from datacurate.configs.train import DoremiRunConfig, load_train_config
 from datacurate.train.loop import train
 
 

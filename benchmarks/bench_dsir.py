@@ -90,8 +90,8 @@ def worker_datacurate(pool: str, k: int, work: str) -> dict:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from datacurate.config import InputConfig
-    from datacurate.io import plan_reads, read_task, read_texts, write_atomic
+    from datacurate.configs.pipeline import InputConfig
+    from datacurate.formats.io import plan_reads, read_task, read_texts, write_atomic
     from datacurate.stages import dsir as ds
 
     c = ds.DsirConfig(target=ds.DsirTargetConfig(path=[str(TARGET)]), num_to_sample=k, min_length=MIN_LEN)

@@ -39,7 +39,7 @@ import time  # noqa: E402
 import numpy as np  # noqa: E402
 import pyarrow as pa  # noqa: E402
 
-from datacurate import megatron  # noqa: E402
+from datacurate.formats import megatron  # noqa: E402
 from datacurate.stages.export_tokens import ExportTokensConfig, write_megatron_part  # noqa: E402
 from datacurate.stages.tokenize import TOKENS  # noqa: E402
 

@@ -7,7 +7,7 @@ copies of each), as Common Crawl writes them: ``response`` records with the HTTP
 datatrove 0.10 pins trafilatura 1.11, which our dependencies (trafilatura 2.3) exclude, so
 it runs from its own virtual environment (``--dt-python``, default ``/tmp/dtvenv``:
 ``python3 -m venv /tmp/dtvenv && /tmp/dtvenv/bin/pip install "datatrove[io,processing]"``).
-Our side reads the WARC with our reader (``datacurate.io``: FastWARC, the HTTP status and
+Our side reads the WARC with our reader (``datacurate.formats.io``: FastWARC, the HTTP status and
 charset read, 256-row Arrow batches) and runs the stage on those batches exactly as a run
 does (child process, per-page time limit). Our side also runs under datatrove's Python
 (trafilatura 1.11; it needs ``fastwarc`` and ``resiliparse`` there too: ``/tmp/dtvenv/bin/pip
@@ -72,8 +72,8 @@ def run_ours(warc: Path, engine: str) -> int:
     """Our front end as a run has it: the WARC reader (FastWARC, HTTP status and charset
     read, gzip-member read tasks) yields Arrow batches, the extract stage annotates them."""
     sys.path.insert(0, str(ROOT))
-    from datacurate.input_config import InputConfig
-    from datacurate.io import plan_reads, read_task
+    from datacurate.configs.input import InputConfig
+    from datacurate.formats.io import plan_reads, read_task
     from datacurate.stages.extract import Extract
 
     stage = Extract(engine=engine, timeout=5.0)

@@ -43,7 +43,7 @@ from pathlib import Path  # noqa: E402
 
 import pyarrow as pa  # noqa: E402
 
-from datacurate.schema import REJECT_REASON, TEXT  # noqa: E402
+from datacurate.core.schema import REJECT_REASON, TEXT  # noqa: E402
 from datacurate.stages.heuristics import Heuristics, HeuristicsConfig  # noqa: E402
 from datacurate.stages.langid import DEFAULT_MODEL, LangId  # noqa: E402
 

@@ -233,7 +233,7 @@ def main() -> None:
     if args.generate_only:
         return
 
-    from datacurate.config import load_config
+    from datacurate.configs.pipeline import load_config
     from datacurate.engine import run_pipeline
 
     out = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="dc-pipeline-scale-"))

@@ -77,7 +77,7 @@ from datacurate.stages.decompose import Decompose  # noqa: E402
 from datacurate.stages.tokenize import Tokenize  # noqa: E402
 from datacurate.train import checkpoint  # noqa: E402
 from datacurate.train.data import ShardDataset, StepSampler  # noqa: E402
-from datacurate.train_config import DataConfig, load_train_config  # noqa: E402
+from datacurate.configs.train import DataConfig, load_train_config  # noqa: E402
 from datacurate.train.evaluate import eval_loss  # noqa: E402
 from datacurate.train.loop import train  # noqa: E402
 

@@ -1,5 +1,5 @@
 """Object-storage throughput of the two candidate seams, side by side on one local S3
-server: ``pyarrow.fs.S3FileSystem`` (the AWS C++ SDK; what datacurate.storage uses) and
+server: ``pyarrow.fs.S3FileSystem`` (the AWS C++ SDK; what datacurate.formats.storage uses) and
 fsspec's ``s3fs`` (botocore + aiobotocore; what datatrove uses).
 
 The server is moto in server mode in its own process (so it shares no GIL with the
@@ -64,7 +64,7 @@ class Arrow:
     def __init__(self, endpoint: str):
         self.fs = pafs.S3FileSystem(endpoint_override=endpoint.split("://")[1], scheme="http", access_key="testing",
                                     secret_key="testing", region="us-east-1",
-                                    allow_delayed_open=True)  # as datacurate.storage: a small object is one PUT, not 3 requests
+                                    allow_delayed_open=True)  # as datacurate.formats.storage: a small object is one PUT, not 3 requests
 
     def put(self, key: str, data: bytes):
         with self.fs.open_output_stream(key) as f:

@@ -50,12 +50,12 @@ import numpy as np  # noqa: E402
 import pyarrow as pa  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 
-from datacurate import shards  # noqa: E402
+from datacurate.formats import shards  # noqa: E402
 from datacurate.engine.stats import merge  # noqa: E402
 from datacurate.stages import mixture  # noqa: E402
 from datacurate.stages.decompose import DecomposeConfig, count_part, finish, write_part  # noqa: E402
 from datacurate.stages.tokenize import Tokenize  # noqa: E402
-from datacurate.tokenizer import DEFAULT_TOKENIZER, EOS_TOKEN  # noqa: E402
+from datacurate.formats.tokenizer import DEFAULT_TOKENIZER, EOS_TOKEN  # noqa: E402
 
 README_BEGIN, README_END = "<!-- tokenize:begin -->", "<!-- tokenize:end -->"
 

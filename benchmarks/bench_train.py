@@ -73,7 +73,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from datacurate import shards  # noqa: E402
+from datacurate.formats import shards  # noqa: E402
 from datacurate.train import checkpoint  # noqa: E402
 from datacurate.train.data import ShardDataset, StepSampler  # noqa: E402
 from datacurate.train.doremi import GroupDRO  # noqa: E402
@@ -83,7 +83,7 @@ from datacurate.train.loop import lr_at, make_optimizer  # noqa: E402
 from datacurate.train.model import GPT, compile_model  # noqa: E402
 from datacurate.train.objective import Part, PlainObjective  # noqa: E402
 from datacurate.train.rho1 import Reference, Rho1Objective, score_tokens  # noqa: E402
-from datacurate.train_config import DataConfig, ModelConfig, TrainConfig  # noqa: E402
+from datacurate.configs.train import DataConfig, ModelConfig, TrainConfig  # noqa: E402
 
 PEAK_BF16 = 989.4e12  # H100 / H200 SXM dense bf16
 RACES = ("throughput", "objectives", "grow_p2", "fused")

@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import bench_pipeline_scale as bench  # noqa: E402
-from datacurate.config import load_config  # noqa: E402
+from datacurate.configs.pipeline import load_config  # noqa: E402
 from datacurate.engine import run_pipeline  # noqa: E402
 from datacurate.engine.ray import context, data, segments  # noqa: E402
 

@@ -2,7 +2,7 @@
 
 __version__ = "0.1.0"
 
-_LAZY = {"Pipeline": "datacurate.pipeline", "load_config": "datacurate.config"}
+_LAZY = {"Pipeline": "datacurate.pipeline", "load_config": "datacurate.configs.pipeline"}
 
 
 def __getattr__(name: str):

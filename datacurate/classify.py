@@ -42,7 +42,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from datacurate.coerce import ConfigError, coerce, from_dict, opt, parse_override, read_yaml, set_key
+from datacurate.core.coerce import ConfigError, coerce, from_dict, opt, parse_override, read_yaml, set_key
 from datacurate.models.fasttext_model import FastTextScorer, normalize
 
 # ----------------------------------------------------------------------------- metrics
@@ -138,8 +138,8 @@ def read_examples(cfg: TrainConfig) -> tuple[list[str], np.ndarray, np.ndarray, 
     """-> (raw texts, labels, groups, per-label counts, train_only mask); bad records are
     skipped and counted. Examples of ``train_only`` files come last, marked by the mask;
     their groups are prefixed ``train_only:`` so none is counted as a group of the others."""
-    from datacurate.input_config import InputConfig
-    from datacurate.io import plan_reads, read_task
+    from datacurate.configs.input import InputConfig
+    from datacurate.formats.io import plan_reads, read_task
 
     parts = [(p, cfg.positive_label, False) for p in cfg.positive]
     parts += [(p, cfg.negative_label, False) for p in cfg.negative]
@@ -217,7 +217,7 @@ def train_classifier(config: TrainConfig | None = None, **params) -> dict:
     nonempty = np.array([bool(s) for s in lines], dtype=bool)
     y = y_lab == cfg.positive_label
     if test.all() or not test.any() or len(set(y[~test])) < 2:
-        from datacurate.io import InputError
+        from datacurate.formats.io import InputError
 
         raise InputError("the held-out split left one side empty or the training side one-class: "
                          "add data or source documents (ids '<doc>#<n>' group examples)")

@@ -10,17 +10,17 @@ import os
 import sys
 import typing
 
-from datacurate import storage
-from datacurate.config import ConfigError, load_config
+from datacurate.formats import storage
+from datacurate.configs.pipeline import ConfigError, load_config
 from datacurate.engine.ray.cluster import refuse_relative_in_job
 from datacurate.engine.ray.supervise import may_join, supervise
-from datacurate.errors import Interrupted, RunStopped, doing, explain, now_doing, stopped
-from datacurate.io import InputError
+from datacurate.core.errors import Interrupted, RunStopped, doing, explain, now_doing, stopped
+from datacurate.formats.io import InputError
 from datacurate.registry import STAGES
-from datacurate.storage import StorageError
+from datacurate.formats.storage import StorageError
 from datacurate.train.checkpoint import CheckpointError
 from datacurate.train.data import ShardError
-from datacurate.train_config import DoremiRunConfig, TrainConfig, load_train_config
+from datacurate.configs.train import DoremiRunConfig, TrainConfig, load_train_config
 
 
 def _describe(cls: type, prefix: str = "  ") -> list[str]:
@@ -41,7 +41,7 @@ def _describe(cls: type, prefix: str = "  ") -> list[str]:
 
 
 def cmd_stages(args) -> int:
-    from datacurate.coerce import unknown_key
+    from datacurate.core.coerce import unknown_key
 
     for name in args.names:
         if name not in STAGES:
@@ -147,7 +147,7 @@ def cmd_train_classifier(args) -> int:
 
 
 def cmd_train_tokenizer(args) -> int:
-    from datacurate.tokenizer import file_sha256, iter_texts, load_tokenizer, train_tokenizer
+    from datacurate.formats.tokenizer import file_sha256, iter_texts, load_tokenizer, train_tokenizer
 
     tok = train_tokenizer(iter_texts(args.inputs), vocab_size=args.vocab_size, min_frequency=args.min_frequency,
                           bos=args.bos)
@@ -187,7 +187,7 @@ def cmd_dedup_eval(args) -> int:
 
 
 def _ray_cfg(args):
-    from datacurate.config import RayConfig
+    from datacurate.configs.pipeline import RayConfig
 
     return RayConfig(address=args.ray_address or os.environ.get("RAY_ADDRESS"), progress=False)
 
@@ -255,7 +255,7 @@ def cmd_export(args) -> int:
 
 
 def cmd_ablate(args) -> int:
-    from datacurate.ablation_config import load_ablation_config
+    from datacurate.configs.ablation import load_ablation_config
     from datacurate.engine.ablate import format_table, run_ablation
 
     cfg = load_ablation_config(args.ablation, args.set)

@@ -86,7 +86,7 @@ def read_pairs(path: str) -> pa.Table:
     import orjson
     import pyarrow.parquet as pq
 
-    from datacurate.io import InputError
+    from datacurate.formats.io import InputError
 
     if path.endswith(".parquet"):
         pairs = pq.read_table(path)

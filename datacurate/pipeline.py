@@ -13,10 +13,10 @@ from typing import Any, Sequence
 
 import pyarrow as pa
 
-from datacurate.config import (
+from datacurate.configs.pipeline import (
     InputConfig, OutputConfig, PipelineConfig, RayConfig, StageSpec, check_order, coerce, load_config, to_dict,
 )
-from datacurate.schema import BASE_COLUMNS, REJECT_COLUMNS, TEXT
+from datacurate.core.schema import BASE_COLUMNS, REJECT_COLUMNS, TEXT
 from datacurate.stages.base import Stage
 
 

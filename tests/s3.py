@@ -1,5 +1,5 @@
 """A real S3-compatible server for the tests: moto in server mode (HTTP on 127.0.0.1),
-spoken to through boto3 here and through datacurate.storage (pyarrow) by the code."""
+spoken to through boto3 here and through datacurate.formats.storage (pyarrow) by the code."""
 
 from __future__ import annotations
 

@@ -20,9 +20,9 @@ import pytest
 import torch
 import yaml
 
-from datacurate.ablation_config import load_ablation_config
-from datacurate.config import ConfigError
-from datacurate.intervals import excludes_zero, paired_difference, t_interval, t_quantile
+from datacurate.configs.ablation import load_ablation_config
+from datacurate.configs.pipeline import ConfigError
+from datacurate.core.intervals import excludes_zero, paired_difference, t_interval, t_quantile
 from datacurate.train.downstream import encode_pair, score_task
 from tests.ablation_data import write_corpus
 from tests.conftest import REPO
@@ -112,10 +112,10 @@ def test_multiple_choice_scorer_agrees_with_transformers_on_an_exported_model(tm
     from datacurate.stages.decompose import Decompose
     from datacurate.stages.tokenize import Tokenize
     from datacurate.train import checkpoint
-    from datacurate.train_config import load_train_config
+    from datacurate.configs.train import load_train_config
     from datacurate.train.export import export_model
     from datacurate.train.loop import train
-    from datacurate.tokenizer import load_tokenizer
+    from datacurate.formats.tokenizer import load_tokenizer
 
     docs = [orjson.loads(x) for x in (REPO / "sample_data" / "corpus" / "news.jsonl").read_bytes().splitlines()[:8]]
     Decompose(output=str(tmp_path / "shards"), min_log2=5, max_log2=7)(Tokenize()(pa.table(
@@ -283,7 +283,7 @@ def test_arms_and_seeds_run_as_parallel_ray_jobs(tmp_path):
 def test_a_failed_parallel_unit_is_its_own_one_line_error(ray_session):
     """A unit's error reaches the driver as itself (a ConfigError: the CLI's one line), not
     as Ray's multi-line task-error wrapper."""
-    from datacurate.coerce import parse_override
+    from datacurate.core.coerce import parse_override
     from datacurate.engine.ray.jobs import Job, run_jobs
 
     with pytest.raises(ConfigError) as e:
@@ -296,7 +296,7 @@ def test_heuristics_beat_no_filter_on_half_junk_corpus(tmp_path):
     """Half Brown news prose, half generated junk (repeated lines, symbol soup,
     boilerplate); at equal tokens the heuristics arm has the lower loss on unseen Brown
     prose (sample_data/target) and the paired interval excludes 0."""
-    from datacurate.ablation_config import load_ablation_config
+    from datacurate.configs.ablation import load_ablation_config
     from datacurate.engine.ablate import run_ablation
 
     write_corpus(tmp_path / "corpus.jsonl", n_prose=60)
@@ -336,7 +336,7 @@ def test_unit_log_shows_phases_and_throttled_steps():
 
 
 def test_curves_loss_at_a_budget_and_tokens_to_a_loss():
-    from datacurate.curves import at, cumulative, first_reach
+    from datacurate.core.curves import at, cumulative, first_reach
 
     xs, ys = [10, 20, 40], [8.0, 7.0, 6.0]
     assert at(xs, ys, 30) == pytest.approx(6.5) and at(xs, ys, 10) == 8.0 and at(xs, ys, 40) == 6.0

@@ -10,7 +10,7 @@ import json
 import orjson
 import pyarrow.parquet as pq
 
-from datacurate.config import load_config
+from datacurate.configs.pipeline import load_config
 from datacurate.engine import run_pipeline
 from datacurate.engine.stats import format_funnel
 from tests.texts import PROSE

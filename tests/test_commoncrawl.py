@@ -21,7 +21,7 @@ from warcio.archiveiterator import ArchiveIterator
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
-from datacurate.config import load_config
+from datacurate.configs.pipeline import load_config
 from datacurate.engine import run_pipeline
 from datacurate.phases import faults
 from tests.cli_run import clean_env, run as cli_run

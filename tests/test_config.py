@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from datacurate.config import ConfigError, PipelineConfig, dump_config, load_config
+from datacurate.configs.pipeline import ConfigError, PipelineConfig, dump_config, load_config
 from datacurate.stages.heuristics import HeuristicsConfig
 from datacurate.stages.langid import LangIdConfig
 
@@ -175,9 +175,9 @@ def test_python_api_keeps_every_input_and_output_key(tmp_path):
 
 def test_one_set_merge_walks_the_dataclass_tree():
     """coerce.set_key, the one --set merge (pipelines, training, ablation, classifier configs)."""
-    from datacurate.ablation_config import AblationConfig
-    from datacurate.coerce import set_key
-    from datacurate.train_config import TrainConfig
+    from datacurate.configs.ablation import AblationConfig
+    from datacurate.core.coerce import set_key
+    from datacurate.configs.train import TrainConfig
 
     raw = {"input": "data.jsonl", "stages": ["langid", {"heuristics": None}]}
     set_key(raw, ["input", "text_field"], "body", PipelineConfig)  # a section given as a path
@@ -221,7 +221,7 @@ def test_the_config_layer_imports_no_training_code():
     import subprocess
     import sys
 
-    code = ("import sys, datacurate.config, datacurate.ablation_config, datacurate.train_config; "
+    code = ("import sys, datacurate.configs.pipeline, datacurate.configs.ablation, datacurate.configs.train; "
             "print(sorted(m for m in sys.modules if m in ('torch', 'ray') or m.startswith('datacurate.train.')))")
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                          cwd=Path(__file__).resolve().parent.parent)

@@ -13,9 +13,9 @@ import pytest
 import zstandard
 
 from datacurate import pipeline as api
-from datacurate.config import load_config
+from datacurate.configs.pipeline import load_config
 from datacurate.engine import run_pipeline
-from datacurate.io import detect_format
+from datacurate.formats.io import detect_format
 from datacurate.registry import STAGES
 from datacurate.stages.heuristics import Heuristics
 from datacurate.stages.langid import LangId

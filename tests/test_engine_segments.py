@@ -9,11 +9,11 @@ import json
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from datacurate.config import load_config
+from datacurate.configs.pipeline import load_config
 from datacurate.engine import process
 from datacurate.engine.ray.segments import segment_work
-from datacurate.io import plan_reads
-from datacurate.schema import TOKENS
+from datacurate.formats.io import plan_reads
+from datacurate.core.schema import TOKENS
 from datacurate.stages import heuristics
 from datacurate.stages.export_tokens import ExportTokens
 from datacurate.stages.tokenize import Tokenize

@@ -76,7 +76,7 @@ def test_near_dedup_partitions_follow_the_corpus():
 def test_embedded_object_store_is_bounded_per_cpu():
     import os
 
-    from datacurate.config import RayConfig
+    from datacurate.configs.pipeline import RayConfig
     from datacurate.engine.ray.cluster import object_store_bytes
 
     assert object_store_bytes(RayConfig(object_store_memory_mb=300)) == 300 << 20

@@ -15,9 +15,9 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from datacurate import megatron
+from datacurate.formats import megatron
 from datacurate.cli import main
-from datacurate.config import load_config
+from datacurate.configs.pipeline import load_config
 from datacurate.engine import run_pipeline
 from datacurate.phases import faults
 from tests.conftest import REPO

@@ -10,12 +10,12 @@ import pyarrow.parquet as pq
 import pytest
 
 from datacurate import cli
-from datacurate.config import ConfigError, StageSpec, load_config
+from datacurate.configs.pipeline import ConfigError, StageSpec, load_config
 from datacurate.engine import run_pipeline
 from datacurate.engine.process import reserved_columns
-from datacurate.fields import JSON_FIELDS_KEY, RESERVED_REASON
-from datacurate.input_config import InputConfig
-from datacurate.io import plan_reads, read_task
+from datacurate.formats.fields import JSON_FIELDS_KEY, RESERVED_REASON
+from datacurate.configs.input import InputConfig
+from datacurate.formats.io import plan_reads, read_task
 from datacurate.stages.langid import LangIdConfig
 from tests.texts import PROSE
 

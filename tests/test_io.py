@@ -4,9 +4,9 @@ import orjson
 import pyarrow as pa
 import pytest
 
-from datacurate.config import InputConfig
-from datacurate.io import SAMPLE_RECORDS, InputError, ReadTask, plan_reads, read_task
-from datacurate.schema import REJECT_REASON, REJECT_STAGE
+from datacurate.configs.pipeline import InputConfig
+from datacurate.formats.io import SAMPLE_RECORDS, InputError, ReadTask, plan_reads, read_task
+from datacurate.core.schema import REJECT_REASON, REJECT_STAGE
 
 DOCS = [
     {"id": "a", "text": "First document.", "domain": "news"},
@@ -241,7 +241,7 @@ def test_explicit_format_reads_a_file_of_any_name(write_jsonl, name):
 
 
 def test_a_task_that_stops_short_is_named(write_jsonl):
-    from datacurate.io import check_consumed
+    from datacurate.formats.io import check_consumed
 
     path = write_jsonl("part-00000", [{"text": f"document {i}"} for i in range(25)])
     cfg = InputConfig(path=[str(path)], format="jsonl", batch_rows=5)
@@ -286,9 +286,9 @@ def test_readers_yield_columns_and_reasons_the_read_seam_adds_the_rest(write_jso
     """Each reader yields id, text, domain, its extra fields and reject_reason only; io.frame,
     the one place, adds source, reject_stage (input where there is a reason) and _ord (task <<
     32 | row in the task, continuous over the reader's batches) in the common column order."""
-    from datacurate.io import READERS
+    from datacurate.formats.io import READERS
     from datacurate.readers.base import Tally
-    from datacurate.schema import ORD, SOURCE
+    from datacurate.core.schema import ORD, SOURCE
 
     jsonl = write_jsonl("mixed.jsonl", DOCS + ["{not json"] + [{"text": f"doc {i}", "lang": "x"} for i in range(5)])
     parquet = write_parquet("p.parquet", {"text": ["one", None, "three"], "tag": [1, 2, 3]}, row_group_size=3)

@@ -31,11 +31,11 @@ def test_an_upward_import_breaks_the_layer_contract(tmp_path):
     """The contract can fail: a copy of the package where a leaf module imports the CLI."""
     shutil.copytree(ROOT / "datacurate", tmp_path / "datacurate", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
-    schema = tmp_path / "datacurate" / "schema.py"
+    schema = tmp_path / "datacurate" / "core" / "schema.py"
     schema.write_text(schema.read_text() + "\n\ndef _upward():\n    from datacurate import cli  # noqa: F401\n")
     res = lint(tmp_path)
     assert res.returncode != 0
-    assert "datacurate.schema is not allowed to import datacurate.cli" in res.stdout, res.stdout
+    assert "datacurate.core.schema is not allowed to import datacurate.cli" in res.stdout, res.stdout
 
 
 def cycles(graph) -> list[list[str]]:

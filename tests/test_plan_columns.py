@@ -12,9 +12,9 @@ import orjson
 import pytest
 import yaml
 
-from datacurate.config import load_config
+from datacurate.configs.pipeline import load_config
 from datacurate.engine.process import check_columns
-from datacurate.io import plan_reads
+from datacurate.formats.io import plan_reads
 from tests.cli_run import run
 
 REPO = Path(__file__).resolve().parent.parent

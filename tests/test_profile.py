@@ -6,7 +6,7 @@ import json
 
 import pyarrow as pa
 
-from datacurate.dicts import merge
+from datacurate.core.dicts import merge
 from datacurate.report.profile import OTHER, Rates, profile, trim
 
 TABLE = pa.table({

@@ -41,7 +41,7 @@ def test_the_clis_sigterm_handler_survives_rays_start_and_shutdown():
     handler set before back (here a handler that exits 7)."""
     code = ("import os, signal, sys\n"
             "signal.signal(signal.SIGTERM, lambda s, f: sys.exit(7))\n"
-            "from datacurate.config import RayConfig\n"
+            "from datacurate.configs.pipeline import RayConfig\n"
             "from datacurate.engine.ray import cluster\n"
             "cluster.init_ray(RayConfig(num_cpus=1, object_store_memory_mb=100))\n"
             "cluster.shutdown()\n"

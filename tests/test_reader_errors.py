@@ -7,7 +7,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from datacurate.io import check_consumed
+from datacurate.formats.io import check_consumed
 from tests.test_io import read_all
 from tests.texts import PROSE_LINES
 

@@ -438,7 +438,7 @@ def test_cli_report_and_stats(run_dir, tmp_path, capsys):
 
 
 def test_real_pipeline_report(ray_session, tmp_path):
-    from datacurate.config import load_config
+    from datacurate.configs.pipeline import load_config
     from datacurate.engine import run_pipeline
 
     docs = [{"id": f"en{i}", "text": PROSE.replace("harbour", f"harbour {i}"), "domain": "news"} for i in range(3)]
@@ -483,7 +483,7 @@ WEB_SHOT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__
 @pytest.fixture(scope="module")
 def web_run(ray_session, tmp_path_factory) -> str:
     """The sample WARC (18 documents, 8 other records) through a short web recipe."""
-    from datacurate.config import load_config
+    from datacurate.configs.pipeline import load_config
     from datacurate.engine import run_pipeline
 
     out = tmp_path_factory.mktemp("web") / "out"

@@ -9,11 +9,12 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from datacurate import Pipeline, shards
-from datacurate.config import ConfigError
+from datacurate import Pipeline
+from datacurate.formats import shards
+from datacurate.configs.pipeline import ConfigError
 from datacurate.stages.decompose import Decompose
 from datacurate.stages.tokenize import Tokenize
-from datacurate.tokenizer import DEFAULT_TOKENIZER, file_sha256
+from datacurate.formats.tokenizer import DEFAULT_TOKENIZER, file_sha256
 from datacurate.train.data import ShardDataset
 
 CORPUS = Path(__file__).resolve().parent.parent / "sample_data" / "corpus"
@@ -151,7 +152,7 @@ def test_shard_dir_safety(tmp_path):
 
 def test_pack_mode_through_ray_with_mixture_file(ray_session, tmp_path, write_jsonl):
     """The engine path of mode: pack, weights from a DoReMi-style file, tiny and empty documents."""
-    from datacurate.config import load_config
+    from datacurate.configs.pipeline import load_config
     from datacurate.engine import run_pipeline
 
     prose = "The committee met on Tuesday to discuss the budget for the coming year. " * 8

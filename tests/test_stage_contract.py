@@ -16,7 +16,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from datacurate.coerce import opt
+from datacurate.core.coerce import opt
 from datacurate.stages.base import Score, Stage, first_reason
 
 
@@ -61,7 +61,7 @@ def shout():
 
 def test_a_stage_declared_in_a_test_runs_and_shows_everywhere(shout, ray_session, tmp_path, capsys):
     from datacurate import cli
-    from datacurate.config import load_config
+    from datacurate.configs.pipeline import load_config
     from datacurate.engine import run_pipeline
     from datacurate.engine.stats import format_funnel
 

@@ -26,7 +26,7 @@ import pytest
 
 from datacurate.engine.process import apply_stage
 from datacurate.registry import STAGES
-from datacurate.schema import ORD, REJECT_REASON, REJECT_STAGE
+from datacurate.core.schema import ORD, REJECT_REASON, REJECT_STAGE
 from datacurate.stages.base import Stage
 from tests.texts import PROSE_LINES
 
@@ -108,7 +108,7 @@ def year():
 
 
 def test_a_stage_that_raises_on_some_records_does_not_end_a_run(year, ray_session, tmp_path):
-    from datacurate.config import load_config
+    from datacurate.configs.pipeline import load_config
     from datacurate.engine import run_pipeline
 
     dated = [f"{1850 + i} {line}" for i, line in enumerate(PROSE_LINES * 5)]

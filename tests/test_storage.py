@@ -19,7 +19,7 @@ import pytest
 import yaml
 import zstandard
 
-from datacurate.config import load_config
+from datacurate.configs.pipeline import load_config
 from datacurate.engine import run_pipeline
 from tests import s3
 
@@ -222,8 +222,8 @@ def test_dead_endpoint_fails_in_one_line_not_a_hang(error_input, tmp_path):
 
 
 def test_s3_listing_globs_and_read_plan_match_local(s3_server, small_corpus):
-    from datacurate.config import InputConfig
-    from datacurate.io import expand_inputs, plan_reads
+    from datacurate.configs.pipeline import InputConfig
+    from datacurate.formats.io import expand_inputs, plan_reads
 
     s3.make_bucket("plan")
     s3.upload_dir(small_corpus, "s3://plan/corpus")
@@ -274,9 +274,9 @@ def test_killed_run_leaves_no_stats_json_in_the_bucket_and_resumes(s3_server, sm
 def test_side_inputs_from_s3_read_as_local(s3_server, monkeypatch, tmp_path):
     """A tokenizer, a mixture file and a domain-weights file named by s3:// URLs give what
     the same local files give; a missing one is the same one-line error."""
-    from datacurate.config import ConfigError
+    from datacurate.configs.pipeline import ConfigError
     from datacurate.stages.mixture import load_weights
-    from datacurate.tokenizer import DEFAULT_TOKENIZER, load_tokenizer
+    from datacurate.formats.tokenizer import DEFAULT_TOKENIZER, load_tokenizer
     from datacurate.train.data import ShardError, load_domain_weights
 
     monkeypatch.setenv("HOME", str(tmp_path))  # the local copies go to ~/.cache/datacurate

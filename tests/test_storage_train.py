@@ -8,7 +8,7 @@ from pathlib import Path
 
 import yaml
 
-from datacurate import storage
+from datacurate.formats import storage
 from datacurate.engine import run_pipeline
 from datacurate.train.loop import train
 from tests import s3
@@ -77,7 +77,7 @@ def test_a_corrupted_s3_shard_is_a_one_line_error_not_trained_on(s3_server, tmp_
     size check; the manifest's xxh3 digest catches it, and the bad copy leaves the cache."""
     import pytest
 
-    from datacurate.config import ConfigError
+    from datacurate.configs.pipeline import ConfigError
 
     shards = Path(markov_set(tmp_path / "synth"))
     manifest = json.loads((shards / "manifest.json").read_text())
@@ -96,7 +96,7 @@ def test_a_corrupted_s3_shard_is_a_one_line_error_not_trained_on(s3_server, tmp_
 
 
 def _pipeline(corpus: Path, out: str, cache: Path):
-    from datacurate.config import load_config
+    from datacurate.configs.pipeline import load_config
 
     model = {"threads": 1, "eval_every": 0, "cache_dir": str(cache),
              "data": {"tokens_per_step": 1024, "curriculum": "uniform", "eval_fraction": 0.1}}
@@ -154,7 +154,7 @@ def test_ray_train_workers_read_s3_shards_and_write_an_s3_output(ray_session, s3
     of one local worker."""
     import numpy as np
 
-    from datacurate.config import RayConfig
+    from datacurate.configs.pipeline import RayConfig
     from datacurate.engine.launch import launch_train, on_ray_train
 
     shards = Path(markov_set(tmp_path / "synth"))

@@ -17,7 +17,7 @@ from datacurate.classify import (
     FastTextScorer, TrainConfig, binary_metrics, heldout_mask, load_train_config, normalize, roc_auc, train_classifier,
 )
 from datacurate.cli import main
-from datacurate.config import ConfigError
+from datacurate.configs.pipeline import ConfigError
 from datacurate.stages.quality import Quality
 
 TARGET = Path(__file__).resolve().parents[1] / "sample_data" / "target" / "target.jsonl"

@@ -14,8 +14,8 @@ from warcio.archiveiterator import ArchiveIterator
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
-from datacurate.input_config import InputConfig
-from datacurate.io import InputError, check_consumed, plan_reads, read_task
+from datacurate.configs.input import InputConfig
+from datacurate.formats.io import InputError, check_consumed, plan_reads, read_task
 from datacurate.readers import warc
 
 DATA = Path(__file__).parent / "data" / "warc"
@@ -133,7 +133,7 @@ def test_every_record_and_every_page_decoded(tmp_path, gzipped):
 
 
 def test_a_run_keeps_the_pages_right(ray_session, tmp_path):
-    from datacurate.config import load_config
+    from datacurate.configs.pipeline import load_config
     from datacurate.engine import run_pipeline
 
     (tmp_path / "in").mkdir()

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 from warcio.archiveiterator import ArchiveIterator
 
-from datacurate.input_config import InputConfig
-from datacurate.io import plan_reads
+from datacurate.configs.input import InputConfig
+from datacurate.formats.io import plan_reads
 from datacurate.readers import warc
 
 REPO = Path(__file__).resolve().parent.parent

@@ -13,9 +13,9 @@ import pytest
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
-from datacurate import storage
-from datacurate.input_config import InputConfig
-from datacurate.io import plan_reads, read_task
+from datacurate.formats import storage
+from datacurate.configs.input import InputConfig
+from datacurate.formats.io import plan_reads, read_task
 from datacurate.stages.dedup_exact import ExactDedup
 from tests import s3
 

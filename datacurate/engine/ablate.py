@@ -31,14 +31,14 @@ import sys
 import time
 from typing import Callable, Optional
 
-from datacurate import storage
-from datacurate.ablation_config import (HELDOUT, AblationConfig, arm_pipeline, arm_train_config, config_sha256,
+from datacurate.formats import storage
+from datacurate.configs.ablation import (HELDOUT, AblationConfig, arm_pipeline, arm_train_config, config_sha256,
                                         reference_configs)
-from datacurate.config import ConfigError, to_dict
-from datacurate.errors import doing
+from datacurate.configs.pipeline import ConfigError, to_dict
+from datacurate.core.errors import doing
 from datacurate.phases import faults
 from datacurate.engine.launch import launch_train
-from datacurate.intervals import excludes_zero, paired_difference, t_interval
+from datacurate.core.intervals import excludes_zero, paired_difference, t_interval
 from datacurate.report.scan import read_json as _read_json
 
 STATE = "_ablate"  # under OUT: the configuration's hash
@@ -78,7 +78,7 @@ class Evaluator:
     """The eval sets, read (and, with one tokenizer for all arms, encoded) once."""
 
     def __init__(self, cfg: AblationConfig):
-        from datacurate.tokenizer import load_tokenizer
+        from datacurate.formats.tokenizer import load_tokenizer
         from datacurate.train.downstream import read_task, read_texts
 
         self.cfg = cfg.eval
@@ -90,7 +90,7 @@ class Evaluator:
             self.tok, self.info = load_tokenizer(self.cfg.tokenizer)
 
     def tokenizer(self, shards: str):
-        from datacurate.tokenizer import load_tokenizer
+        from datacurate.formats.tokenizer import load_tokenizer
 
         if self.fixed:
             return self.tok, self.info
@@ -179,7 +179,7 @@ def _reference(cfg: AblationConfig, resume: bool, log) -> None:
 def _curve(cfg: AblationConfig, evaluator: "Evaluator", tc, final: dict, shards: str, device: str) -> list[dict]:
     """The curve evals at every kept checkpoint: per point step, tokens, FLOPs and seconds
     of training so far (from metrics.jsonl), and the losses; the last point is the final model."""
-    from datacurate.curves import cumulative
+    from datacurate.core.curves import cumulative
     from datacurate.report.scan import read_jsonl
     from datacurate.train.checkpoint import steps_in
 
@@ -350,7 +350,7 @@ def _stderr(msg: str) -> None:
 
 
 def _kept_tokens(shards: str) -> int:
-    from datacurate.shards import read_manifest
+    from datacurate.formats.shards import read_manifest
 
     return sum(int(b["tokens"]) for b in read_manifest(shards)["buckets"].values())
 
@@ -371,7 +371,7 @@ def _at_budget(runs: dict, names: list[str]) -> dict:
     """``<eval>@flops`` / ``<eval>@seconds`` of every run: its curve's loss at the compute
     the cheapest run of the ablation spent (the smallest final FLOPs / seconds of all arms
     and seeds), so every arm is compared at equal compute as well as at equal tokens."""
-    from datacurate.curves import at
+    from datacurate.core.curves import at
 
     out: dict = {arm: [{} for _ in rs] for arm, rs in runs.items()}
     budgets = {}
@@ -392,7 +392,7 @@ def _to_baseline(arm_runs: list[dict], base_runs: list[dict], name: str) -> dict
     """Per seed, the training tokens at which the arm's curve first reaches the loss the
     baseline's run of that seed ended at (None: not within its budget); the baseline's
     tokens over them is the speed-up (RHO-1 reports 5-10x)."""
-    from datacurate.curves import first_reach
+    from datacurate.core.curves import first_reach
 
     tokens = [first_reach([p["tokens"] for p in a["curve"]], [p["eval"][name] for p in a["curve"]],
                           b["curve"][-1]["eval"][name]) for a, b in zip(arm_runs, base_runs)]

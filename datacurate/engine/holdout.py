@@ -18,9 +18,9 @@ import os
 import re
 import zlib
 
-from datacurate.config import ConfigError
-from datacurate.input_config import InputConfig
-from datacurate.io import plan_reads, read_task
+from datacurate.configs.pipeline import ConfigError
+from datacurate.configs.input import InputConfig
+from datacurate.formats.io import plan_reads, read_task
 
 
 def held(seed: int, doc_id: str, fraction: float) -> bool:

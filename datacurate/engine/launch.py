@@ -18,9 +18,9 @@ from __future__ import annotations
 import sys
 from typing import Callable, Optional
 
-from datacurate.config import RayConfig
+from datacurate.configs.pipeline import RayConfig
 from datacurate.engine.ray.cluster import refuse_relative_in_job
-from datacurate.errors import doing
+from datacurate.core.errors import doing
 
 
 def quiet(msg: str) -> None:
@@ -50,7 +50,7 @@ def _runner(cfg, ray_cfg: Optional[RayConfig], log: Callable[[str], None]):
 
 def launch_train(cfg, resume: bool = False, ray_cfg: Optional[RayConfig] = None,
                  log: Optional[Callable[[str], None]] = None) -> dict:
-    """Train ``cfg`` (a :class:`~datacurate.train_config.TrainConfig`); ``final.json``'s content."""
+    """Train ``cfg`` (a :class:`~datacurate.configs.train.TrainConfig`); ``final.json``'s content."""
     refuse_relative_in_job({"output": cfg.output})
     with doing("training"):
         return _runner(cfg, ray_cfg, log or _stderr)(cfg, resume, None)
@@ -58,7 +58,7 @@ def launch_train(cfg, resume: bool = False, ray_cfg: Optional[RayConfig] = None,
 
 def launch_doremi(cfg, resume: bool = False, ray_cfg: Optional[RayConfig] = None,
                   log: Optional[Callable[[str], None]] = None) -> dict:
-    """DoReMi's domain weights for ``cfg`` (a :class:`~datacurate.train_config.DoremiRunConfig`),
+    """DoReMi's domain weights for ``cfg`` (a :class:`~datacurate.configs.train.DoremiRunConfig`),
     also written to ``OUT/domain_weights.json``."""
     from datacurate.train.doremi import run_doremi
     from datacurate.train.remote import mirrored_output

@@ -4,7 +4,7 @@ A pipeline is cut into *segments* at its global stages (dedup, resampling). Segm
 reads the input (:func:`curate_task`, one read task at a time); each later segment
 reads the previous segment's intermediate parts, applies the global stage's decisions
 and runs the map stages that follow (:func:`curate_work_file`). Rejected rows stay in
-the batch (later stages skip them) until :func:`datacurate.io.write_parts` splits kept
+the batch (later stages skip them) until :func:`datacurate.formats.io.write_parts` splits kept
 from rejected, so every document read is written exactly once. The engine hands these
 functions to Ray; tests and the Python API can call them directly.
 """
@@ -19,14 +19,14 @@ from typing import Sequence
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from datacurate import fields, storage
-from datacurate.config import ConfigError, PipelineConfig, StageSpec
-from datacurate.errors import is_operational
+from datacurate.formats import fields, storage
+from datacurate.configs.pipeline import ConfigError, PipelineConfig, StageSpec
+from datacurate.core.errors import is_operational
 from datacurate.engine.stats import StageStats, add_task, count_reasons, merge, plain
-from datacurate.io import ReadTask, read_task, write_parts
+from datacurate.formats.io import ReadTask, read_task, write_parts
 from datacurate.phases import faults, layout
 from datacurate.report.profile import profile
-from datacurate.schema import (
+from datacurate.core.schema import (
     BASE_COLUMNS, INPUT_STAGE, INTERNAL_COLUMNS, ORD, REJECT_COLUMNS, REJECT_REASON, REJECT_STAGE, is_internal,
     part_name,
 )
@@ -90,7 +90,7 @@ def reserved_columns(specs: Sequence[StageSpec]) -> dict[str, str]:
 def check_columns(specs: Sequence[StageSpec], columns: dict[str, tuple[str, list[str] | None]]) -> None:
     """Before any work: every column a stage needs (``Stage.needs_columns``) is one that
     every input file's rows can carry (``columns``: source -> (format, its columns; None:
-    no rows), :attr:`datacurate.io.ReadPlan.columns`) or that an earlier stage adds; else a
+    no rows), :attr:`datacurate.formats.io.ReadPlan.columns`) or that an earlier stage adds; else a
     ConfigError naming the stage, the column, the files and the fix. A directory mixing
     formats is read by format per file; it is refused only here, when a stage needs a
     column some of its files cannot have (WARC's ``url`` beside JSONL records without one)."""
@@ -180,7 +180,7 @@ def per_record(stage: Stage, table: pa.Table) -> pa.Table:
     a row that fails alone is rejected as ``<stage>/error:<exception>`` (its input as it
     came, the stage's columns null), so no page ends a run and the others are judged as
     in any batch (a map stage judges each row alone). An error of the machine or the storage
-    (:func:`datacurate.errors.is_operational`: a full disk, a lost object store, memory) and
+    (:func:`datacurate.core.errors.is_operational`: a full disk, a lost object store, memory) and
     an interruption are raised as they are: they stop the run, and ``--resume`` goes on."""
     try:
         return stage(table)
@@ -240,7 +240,7 @@ def profiled(cfg: PipelineConfig) -> tuple[tuple[str, ...], tuple[str, ...]]:
 def _write_split(table: pa.Table, seg: Segment, out: str, name: str, cfg: PipelineConfig) -> dict:
     """Not the last segment: kept rows (with ``_ord``) to the work dir for the next global
     stage; rejected rows, in the final schema, to OUT/rejected."""
-    from datacurate.io import write_atomic
+    from datacurate.formats.io import write_atomic
 
     rejected = pc.is_valid(table.column(REJECT_REASON))
     ok = table.filter(pc.invert(rejected))

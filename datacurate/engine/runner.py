@@ -14,17 +14,18 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
-from datacurate import errors, storage
-from datacurate.config import ConfigError, PipelineConfig, check_order, dump_config, to_dict
+from datacurate.core import errors
+from datacurate.formats import storage
+from datacurate.configs.pipeline import ConfigError, PipelineConfig, check_order, dump_config, to_dict
 from datacurate.phases import faults, layout
 from datacurate.phases.journal import Journal
 from datacurate.engine.launch import launch_doremi, launch_train, quiet
 from datacurate.engine.progress import Progress
 from datacurate.engine.process import build_stages, check_columns, reserved_columns
 from datacurate.engine.stats import StageStats, finalize, format_funnel
-from datacurate.io import KINDS, InputError, check_consumed, plan_reads
+from datacurate.formats.io import KINDS, InputError, check_consumed, plan_reads
 from datacurate.report.scan import read_json
-from datacurate.schema import INPUT_STAGE
+from datacurate.core.schema import INPUT_STAGE
 
 OWNED = ("kept", "rejected", "stats.json", "config.yaml", layout.WORK, "report.html")
 

@@ -7,7 +7,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Optional
 
-from datacurate.dicts import merge
+from datacurate.core.dicts import merge
 from datacurate.report.profile import HOST, trim
 from datacurate.stages.base import value_counts
 

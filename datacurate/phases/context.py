@@ -30,10 +30,10 @@ from typing import Any, Callable, Iterator, Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from datacurate import storage
+from datacurate.formats import storage
 from datacurate.phases import layout
 from datacurate.phases.journal import Journal
-from datacurate.schema import WPART
+from datacurate.core.schema import WPART
 
 
 class Blocks(ABC):

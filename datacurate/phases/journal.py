@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import posixpath
 
-from datacurate import storage
+from datacurate.formats import storage
 
 
 class Journal:

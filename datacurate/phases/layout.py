@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 
-from datacurate import storage
+from datacurate.formats import storage
 from datacurate.phases import faults
 
 WORK = "_work"

@@ -19,11 +19,11 @@ from typing import Callable, Iterator, Sequence
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from datacurate import storage
+from datacurate.formats import storage
 from datacurate.phases import faults, layout
 from datacurate.phases.context import SIDE, Blocks, Context, DirectOutputs, Worker, join_group, read_part
 from datacurate.phases.journal import Journal
-from datacurate.schema import ID, ORD, REJECT_REASON
+from datacurate.core.schema import ID, ORD, REJECT_REASON
 
 
 class LocalData(Blocks):

@@ -5,11 +5,11 @@ source, size, cfg) -> FilePlan`` (run on the driver: the file's read tasks, and 
 amount of it they must consume together) and ``read(task, cfg, counters, tally)``
 (run anywhere: yields Arrow batches of what only the format knows: ``id``, ``text``,
 ``domain``, the extra fields and an ``input/...`` ``reject_reason`` (:func:`make_batch`),
-counting what it consumed in ``tally``). :func:`datacurate.io.read_task` is the one place
+counting what it consumed in ``tally``). :func:`datacurate.formats.io.read_task` is the one place
 that adds the columns every reader would otherwise repeat (``source``, ``reject_stage``,
-``_ord``: :func:`datacurate.io.frame`) and each task's tally to
+``_ord``: :func:`datacurate.formats.io.frame`) and each task's tally to
 ``counters["files"][source]``, and the run checks per file that its tasks consumed the
-whole file and that every record became a row (:func:`datacurate.io.check_consumed`).
+whole file and that every record became a row (:func:`datacurate.formats.io.check_consumed`).
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ from dataclasses import asdict, dataclass, field
 
 import pyarrow as pa
 
-from datacurate import fields
-from datacurate.input_config import InputConfig
-from datacurate.schema import BASE_COLUMNS, DOMAIN, ID, REJECT_REASON, TEXT
+from datacurate.formats import fields
+from datacurate.configs.input import InputConfig
+from datacurate.core.schema import BASE_COLUMNS, DOMAIN, ID, REJECT_REASON, TEXT
 
 
 class InputError(ValueError):
@@ -34,7 +34,7 @@ class InputError(ValueError):
 class ReadTask:
     path: str  # absolute path
     source: str  # the name written to the `source` column and used in derived ids
-    fmt: str  # a key of datacurate.io.READERS: "jsonl" | "json" | "parquet" | "warc" | "arc"
+    fmt: str  # a key of datacurate.formats.io.READERS: "jsonl" | "json" | "parquet" | "warc" | "arc"
     index: int = 0  # task number: names the part files
     start: int = 0  # byte offset (parquet: first row group)
     end: int = -1  # byte end, exclusive (parquet: row group end); a stream read whole: the file size

@@ -20,8 +20,8 @@ from typing import Iterator
 
 import orjson
 
-from datacurate import fields, storage
-from datacurate.input_config import InputConfig
+from datacurate.formats import fields, storage
+from datacurate.configs.input import InputConfig
 from datacurate.readers.base import (
     COMPRESSED, SAMPLE_RECORDS, Batcher, Counted, FieldStats, FilePlan, ReadTask, Tally, count, field_str,
 )

@@ -14,9 +14,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from datacurate import fields, storage
-from datacurate.errors import is_operational
-from datacurate.input_config import InputConfig
+from datacurate.formats import fields, storage
+from datacurate.core.errors import is_operational
+from datacurate.configs.input import InputConfig
 from datacurate.readers.base import SAMPLE_RECORDS, FieldStats, FilePlan, InputError, ReadTask, Tally, make_batch
 
 SUFFIXES = (".parquet", ".pq")

@@ -46,8 +46,8 @@ from typing import Iterator, NamedTuple
 
 import pyarrow as pa
 
-from datacurate import storage
-from datacurate.input_config import InputConfig
+from datacurate.formats import storage
+from datacurate.configs.input import InputConfig
 from datacurate.readers.base import Batcher, Counted, FilePlan, InputError, ReadTask, Tally, count
 from datacurate.text import charset as charsets
 from datacurate.text.dates import iso_utc

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from datacurate import storage
+from datacurate.formats import storage
 from datacurate.report import svg
 from datacurate.report.scan import read_json, read_jsonl
 

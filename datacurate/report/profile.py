@@ -34,7 +34,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from datacurate.schema import DOMAIN, N_TOKENS, REJECT_STAGE, TEXT
+from datacurate.core.schema import DOMAIN, N_TOKENS, REJECT_STAGE, TEXT
 from datacurate.text import urls
 
 KEPT = "kept"

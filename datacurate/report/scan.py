@@ -14,10 +14,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from datacurate import storage
-from datacurate.dicts import merge
+from datacurate.formats import storage
+from datacurate.core.dicts import merge
 from datacurate.report import profile as pf
-from datacurate.schema import DOMAIN, N_TOKENS, REJECT_STAGE, TEXT
+from datacurate.core.schema import DOMAIN, N_TOKENS, REJECT_STAGE, TEXT
 from datacurate.stages.base import value_counts
 
 SAMPLES = 5  # documents shown per reject reason

@@ -20,14 +20,14 @@ from typing import Any
 
 import yaml
 
-from datacurate import shards, storage
-from datacurate.coerce import coerce
+from datacurate.formats import shards, storage
+from datacurate.core.coerce import coerce
 from datacurate.registry import STAGES
 from datacurate.report import profile as pf
 from datacurate.report import svg
 from datacurate.report.scan import (HERE, KEPT, LATER, SAMPLE_CHARS, Scan, find_training, read_json, read_jsonl,
                                     sample_rejects, shard_counts)
-from datacurate.schema import DOMAIN, INPUT_STAGE
+from datacurate.core.schema import DOMAIN, INPUT_STAGE
 from datacurate.stages.base import Stage
 
 @dataclass

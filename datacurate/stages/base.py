@@ -18,8 +18,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from datacurate.coerce import coerce
-from datacurate.schema import ORD, REJECT_REASON
+from datacurate.core.coerce import coerce
+from datacurate.core.schema import ORD, REJECT_REASON
 
 
 @dataclass(frozen=True)

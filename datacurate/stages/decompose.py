@@ -22,7 +22,7 @@ Phases (the engine runs 1 and 3 once per work part on Ray, 2 and 4 on the driver
 3. :func:`write_part` — cut, sample and write each part's pieces atomically.
 4. :func:`finish` — compact each bucket's pieces into files of ``target_file_bytes``
    (a reader then opens a few large files, not one per part and bucket), then
-   ``manifest.json`` (:mod:`datacurate.shards` documents the format).
+   ``manifest.json`` (:mod:`datacurate.formats.shards` documents the format).
 """
 
 from __future__ import annotations
@@ -34,10 +34,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from datacurate import shards
-from datacurate.coerce import opt
-from datacurate.dicts import merge
-from datacurate.schema import DOMAIN, ID, N_TOKENS, ORD, REJECT_REASON, TOKENS
+from datacurate.formats import shards
+from datacurate.core.coerce import opt
+from datacurate.core.dicts import merge
+from datacurate.core.schema import DOMAIN, ID, N_TOKENS, ORD, REJECT_REASON, TOKENS
 from datacurate.stages import mixture
 from datacurate.stages.base import GlobalStage
 
@@ -210,8 +210,8 @@ def finish(out_dir: str, cfg: DecomposeConfig, info, counts: dict, mix: dict, so
 
 
 def _phase_count(path: str, cfg: DecomposeConfig, dec_dir: str, compression: str) -> dict:
-    from datacurate import storage
-    from datacurate.io import write_atomic
+    from datacurate.formats import storage
+    from datacurate.formats.io import write_atomic
 
     counts, decisions = count_part(storage.read_parquet(path, columns=[ORD, DOMAIN, N_TOKENS]), cfg)
     if decisions.num_rows:
@@ -220,7 +220,7 @@ def _phase_count(path: str, cfg: DecomposeConfig, dec_dir: str, compression: str
 
 
 def _phase_write(path: str, cfg: DecomposeConfig, out_dir: str, rates: dict, domain_ids: dict, dtype: str) -> dict:
-    from datacurate import storage
+    from datacurate.formats import storage
 
     part = path.rsplit("/", 1)[-1].removeprefix("part-").removesuffix(".parquet")
     table = storage.read_parquet(path, columns=[ID, DOMAIN, N_TOKENS, TOKENS])
@@ -243,14 +243,14 @@ class Decompose(GlobalStage):
         self.weights, self.source = mixture.load_weights(self.config.mixture, self.config.mixture_file)
 
     def tokenizer_info(self, path: Optional[str] = None):
-        from datacurate.tokenizer import load_tokenizer
+        from datacurate.formats.tokenizer import load_tokenizer
 
         return load_tokenizer(path or self.config.tokenizer)[1]
 
     def tokenizer_for(self, before: list):
         """The tokenizer of the shards: that of the last stage before this one that makes
         tokens, else the ``tokenizer`` key (a different one is a one-line error)."""
-        from datacurate.coerce import ConfigError
+        from datacurate.core.coerce import ConfigError
 
         src = next((s for s in reversed(before) if s.cls.makes_tokens), None)
         if src is None:
@@ -263,7 +263,7 @@ class Decompose(GlobalStage):
 
     @classmethod
     def output_dir(cls, config: DecomposeConfig, out: str) -> str:
-        from datacurate import storage
+        from datacurate.formats import storage
 
         return storage.abspath(config.output or storage.join(out, "shards"))
 

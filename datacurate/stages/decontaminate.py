@@ -54,9 +54,9 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from datacurate import storage
-from datacurate.coerce import ConfigError, opt
-from datacurate.schema import ORD, REJECT_REASON, TEXT
+from datacurate.formats import storage
+from datacurate.core.coerce import ConfigError, opt
+from datacurate.core.schema import ORD, REJECT_REASON, TEXT
 from datacurate.stages.base import GlobalStage
 from datacurate.text.charclass import RegexClass, removed
 from datacurate.text.minhash import COEF, MAX_NGRAM, spans_by_runs, word_hashes
@@ -121,7 +121,7 @@ def ngram_keys(h: np.ndarray, off: np.ndarray, lengths) -> tuple[np.ndarray, np.
 
 # ----------------------------------------------------------------------------- benchmarks
 def _suffixless(name: str) -> str:
-    from datacurate.io import JSONL_SUFFIXES, PARQUET_SUFFIXES
+    from datacurate.formats.io import JSONL_SUFFIXES, PARQUET_SUFFIXES
 
     low = name.lower()
     for s in sorted(JSONL_SUFFIXES + PARQUET_SUFFIXES, key=len, reverse=True):
@@ -132,7 +132,7 @@ def _suffixless(name: str) -> str:
 
 def benchmark_files(cfg: DecontaminateConfig) -> dict[str, list[str]]:
     """{benchmark name: its files}, named by file stem or by the mapping; one-line errors."""
-    from datacurate.io import InputError, expand_inputs
+    from datacurate.formats.io import InputError, expand_inputs
 
     specs = cfg.benchmarks.items() if isinstance(cfg.benchmarks, dict) else [(None, p) for p in cfg.benchmarks]
     out: dict[str, list[str]] = {}
@@ -152,7 +152,7 @@ def benchmark_files(cfg: DecontaminateConfig) -> dict[str, list[str]]:
 
 def read_records(path: str, fmt: str) -> list[dict]:
     """The records of one benchmark file (JSONL, possibly .gz / .zst, or Parquet)."""
-    from datacurate.io import detect_format
+    from datacurate.formats.io import detect_format
 
     if detect_format(path, fmt) == "parquet":
         try:
@@ -372,7 +372,7 @@ _LOADED: dict[str, Index] = {}
 
 
 def _phase_match(path: str, c: DecontaminateConfig, index_dir: str, out_dir: str, compression: str) -> dict:
-    from datacurate.io import write_atomic
+    from datacurate.formats.io import write_atomic
 
     if index_dir not in _LOADED:
         _LOADED.clear()

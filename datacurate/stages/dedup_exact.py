@@ -52,9 +52,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import xxhash
 
-from datacurate import storage
-from datacurate.coerce import opt
-from datacurate.schema import ORD, REJECT_REASON, TEXT, WPART
+from datacurate.formats import storage
+from datacurate.core.coerce import opt
+from datacurate.core.schema import ORD, REJECT_REASON, TEXT, WPART
 from datacurate.text import dates, textstats as ts
 from datacurate.text import urls as url_forms
 from datacurate.stages.base import GlobalStage
@@ -319,7 +319,7 @@ def _phase_decide(group: pa.Table, actors, chunk: int) -> pa.Table:
 
 
 def _phase_write(group: pa.Table, cfg: ExactDedupConfig, out_dir: str, compression: str) -> pa.Table:
-    from datacurate.io import write_atomic
+    from datacurate.formats.io import write_atomic
 
     name = group[WPART][0].as_py()
     dec = decisions(group.drop_columns([WPART]), cfg)

@@ -46,8 +46,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from datacurate.coerce import opt
-from datacurate.schema import ID, ORD, REJECT_REASON, TEXT, WPART
+from datacurate.core.coerce import opt
+from datacurate.core.schema import ID, ORD, REJECT_REASON, TEXT, WPART
 from datacurate.stages.base import GlobalStage
 from datacurate.text.minhash import MAX_NGRAM, normalize, signatures
 from datacurate.text.textstats import mix
@@ -342,8 +342,8 @@ def _phase_signatures(path: str, cfg: NearDedupConfig, out_dir: str) -> dict:
     ``prio``, ``empty``, ``sig``)."""
     import posixpath
 
-    from datacurate import storage
-    from datacurate.io import write_atomic
+    from datacurate.formats import storage
+    from datacurate.formats.io import write_atomic
 
     cols = [ORD, TEXT, ID] + ([cfg.priority_column] if cfg.priority == "column" else [])
     table = storage.read_parquet(path, columns=cols)
@@ -444,8 +444,8 @@ def _phase_survivors(group: pa.Table) -> pa.Table:
 
 
 def _phase_write(group: pa.Table, out_dir: str, compression: str) -> pa.Table:
-    from datacurate import storage
-    from datacurate.io import write_atomic
+    from datacurate.formats import storage
+    from datacurate.formats.io import write_atomic
 
     name = group[WPART][0].as_py()
     write_atomic(group.drop_columns([WPART]), storage.join(out_dir, name), compression)
@@ -457,7 +457,7 @@ def run_distributed(c: NearDedupConfig, ctx) -> dict:
     :mod:`datacurate.phases.context`); decisions per part file; returns the metrics."""
     import posixpath
 
-    from datacurate import storage
+    from datacurate.formats import storage
     bands, rows = c.banding()
     verify_thr = c.verify_cutoff()
     metrics = {"bands": bands, "rows": rows, "num_perm": c.num_perm, "ngram": c.ngram, "threshold": c.threshold,

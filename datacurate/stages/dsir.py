@@ -43,9 +43,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from datacurate import storage
-from datacurate.coerce import opt
-from datacurate.schema import DOMAIN, ORD, REJECT_REASON, TEXT
+from datacurate.formats import storage
+from datacurate.core.coerce import opt
+from datacurate.core.schema import DOMAIN, ORD, REJECT_REASON, TEXT
 from datacurate.text import wordpunct as wp
 from datacurate.stages.base import GlobalStage, Score
 from datacurate.text.topk import gumbel, selected, top_k, uniform
@@ -93,7 +93,7 @@ class DsirConfig:
 
 def target_input(t: DsirTargetConfig):
     """The target files as an input config (read by the same readers as the input)."""
-    from datacurate.input_config import InputConfig
+    from datacurate.configs.input import InputConfig
 
     return InputConfig(path=list(t.path), format=t.format, text_field=t.text_field)
 
@@ -268,7 +268,7 @@ class Dsir(GlobalStage):
     def __init__(self, config=None, **params):
         super().__init__(config, **params)
         if self.config.target.path:  # fail before any work when the target files are missing
-            from datacurate.io import InputError, expand_inputs
+            from datacurate.formats.io import InputError, expand_inputs
 
             try:
                 expand_inputs(self.config.target.path, self.config.target.format)
@@ -278,13 +278,13 @@ class Dsir(GlobalStage):
     def preflight(self, cfg, index: int) -> None:
         """The target files hold the text field (checked before any work, like the input)."""
         if self.config.target.path:
-            from datacurate.io import plan_reads
+            from datacurate.formats.io import plan_reads
 
             plan_reads(target_input(self.config.target), text_key="dsir.target.text_field")
 
     def target_counts_from_files(self) -> np.ndarray:
         """In-process fit of the target distribution from ``target.path``."""
-        from datacurate.io import read_texts
+        from datacurate.formats.io import read_texts
 
         t = self.config.target
         total = np.zeros(self.config.num_buckets, np.int64)
@@ -384,7 +384,7 @@ def _phase_fit(path: str, c: DsirConfig, d: str) -> dict:
 def _phase_fit_target(task: str, c: DsirConfig, d: str) -> dict:
     import json
 
-    from datacurate.io import read_texts
+    from datacurate.formats.io import read_texts
 
     counters: dict = {}
     total, docs = np.zeros(c.num_buckets, np.int64), 0
@@ -398,7 +398,7 @@ def _phase_fit_target(task: str, c: DsirConfig, d: str) -> dict:
 
 def _phase_weigh(path: str, c: DsirConfig, lr_path: str, k: int, d: str) -> dict:
     """Weights and keys of one part (from its saved features), saved; its own top-k candidates, saved."""
-    from datacurate.io import write_atomic
+    from datacurate.formats.io import write_atomic
 
     feats, ords, chunk = _load_features(_features_path(d, path), c.ngrams)
     logw = feats.per_doc(_load(lr_path))
@@ -415,7 +415,7 @@ def _phase_weigh(path: str, c: DsirConfig, lr_path: str, k: int, d: str) -> dict
 def _phase_decide(path: str, c: DsirConfig, thr: list, rate: float, d: str, out_dir: str, compression: str) -> dict:
 
 
-    from datacurate.io import write_atomic
+    from datacurate.formats.io import write_atomic
 
     table, units = _part(path, c)
     w = storage.read_parquet(storage.join(d, _base(path)).removesuffix(".parquet") + ".weights.parquet")
@@ -475,7 +475,7 @@ def run_distributed(c: DsirConfig, ctx) -> dict:
     if c.target.domains:
         tgt = _total([r["tgt"] for r in fit], c.num_buckets)
     else:
-        from datacurate.io import plan_reads
+        from datacurate.formats.io import plan_reads
 
         tasks = [t.to_dict() for t in plan_reads(target_input(c.target), text_key="dsir.target.text_field")]
         rows = ctx.map_files("fit_target", _phase_fit_target, files=[json.dumps(t) for t in tasks],

@@ -1,6 +1,6 @@
 """Stage ``export_tokens``: the kept documents' token ids in a format other trainers read.
 
-* ``format: megatron`` — Megatron-LM's indexed dataset (:mod:`datacurate.megatron`),
+* ``format: megatron`` — Megatron-LM's indexed dataset (:mod:`datacurate.formats.megatron`),
   what Megatron-LM / NeMo's ``--data-path`` takes (NeMo Curator and datatrove write the
   same): one document per sequence, its ids as ``tokenize`` made them (EOS included, BOS
   with ``add_bos``). ``split_by: domain`` writes one prefix per domain, since Megatron
@@ -38,9 +38,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from datacurate import megatron, storage
-from datacurate.coerce import opt
-from datacurate.schema import DOMAIN, ID
+from datacurate.formats import megatron, storage
+from datacurate.core.coerce import opt
+from datacurate.core.schema import DOMAIN, ID
 from datacurate.stages import mixture
 from datacurate.stages.base import GlobalStage
 from datacurate.stages.tokenize import TOKENS, Tokenize
@@ -217,7 +217,7 @@ class ExportTokens(GlobalStage):
         return Tokenize.tokenizer_of(Tokenize.Config()) if src is None else src.cls.tokenizer_of(src.config)
 
     def preflight(self, cfg, index: int) -> None:
-        from datacurate.coerce import ConfigError
+        from datacurate.core.coerce import ConfigError
 
         self.tokenizer_for(cfg.stages[:index])
         mine = self.output_dir(self.config, cfg.output.path)
@@ -246,7 +246,7 @@ class ExportTokens(GlobalStage):
             written = finish_megatron(out_dir, final, c, pieces, dtype, self.weights)
         else:
             written = finish_hf(out_dir, c, pieces)
-        from datacurate.tokenizer import hf_tokenizer_files
+        from datacurate.formats.tokenizer import hf_tokenizer_files
 
         for name, data in hf_tokenizer_files(info).items():
             storage.write_bytes(storage.join(out_dir, name), data)

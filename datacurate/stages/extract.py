@@ -35,8 +35,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from datacurate.coerce import opt
-from datacurate.schema import TEXT
+from datacurate.core.coerce import opt
+from datacurate.core.schema import TEXT
 from datacurate.stages.base import Stage, first_reason, value_counts
 from datacurate.text import html as html_engines
 from datacurate.text.sandbox import CRASH, ERROR, OK, TIMEOUT, Sandbox

@@ -24,8 +24,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from datacurate.coerce import opt
-from datacurate.schema import TEXT
+from datacurate.core.coerce import opt
+from datacurate.core.schema import TEXT
 from datacurate.text import textstats as ts
 from datacurate.text.layout import layout_normalized
 from datacurate.stages.base import Stage, first_reason

@@ -24,9 +24,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from datacurate.coerce import opt
+from datacurate.core.coerce import opt
 from datacurate.models.fasttext_model import load_fasttext
-from datacurate.schema import TEXT
+from datacurate.core.schema import TEXT
 from datacurate.stages.base import Score, Stage, first_reason, value_counts
 from datacurate.text.layout import layout_normalized
 

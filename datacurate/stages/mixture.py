@@ -25,8 +25,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from datacurate import storage
-from datacurate.coerce import ConfigError
+from datacurate.formats import storage
+from datacurate.core.coerce import ConfigError
 from datacurate.text.textstats import mix
 
 def load_weights(mixture: Optional[dict], mixture_file: Optional[str]) -> tuple[Optional[dict], str]:

@@ -31,8 +31,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from datacurate.coerce import opt
-from datacurate.schema import TEXT
+from datacurate.core.coerce import opt
+from datacurate.core.schema import TEXT
 from datacurate.stages.base import Stage
 
 KINDS = ("email", "card", "ip", "phone")  # the order they run in

@@ -32,9 +32,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import xxhash
 
-from datacurate.coerce import opt
+from datacurate.core.coerce import opt
 from datacurate.models.fasttext_model import FastTextScorer, score_histogram
-from datacurate.schema import ID, TEXT
+from datacurate.core.schema import ID, TEXT
 from datacurate.stages.base import Score, Stage, first_reason
 
 def _classifiers_dir() -> Path:

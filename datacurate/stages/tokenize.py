@@ -27,10 +27,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from datacurate.coerce import opt
-from datacurate.schema import N_TOKENS, TEXT, TOKENS
+from datacurate.core.coerce import opt
+from datacurate.core.schema import N_TOKENS, TEXT, TOKENS
 from datacurate.stages.base import Stage, first_reason
-from datacurate.tokenizer import load_tokenizer
+from datacurate.formats.tokenizer import load_tokenizer
 
 @dataclass
 class TokenizeConfig:
@@ -61,7 +61,7 @@ class Tokenize(Stage):
         c = self.config
         self.tokenizer, self.info = load_tokenizer(c.tokenizer, c.eos_token, c.bos_token)
         if c.add_bos and self.info.bos_id is None:
-            from datacurate.coerce import ConfigError
+            from datacurate.core.coerce import ConfigError
 
             raise ConfigError(f"tokenize: add_bos is set but tokenizer {self.info.path} has no BOS token; set bos_token")
 

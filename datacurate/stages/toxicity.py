@@ -35,9 +35,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from datacurate.coerce import opt
+from datacurate.core.coerce import opt
 from datacurate.models.fasttext_model import FastTextScorer, load_card, score_histogram
-from datacurate.schema import TEXT
+from datacurate.core.schema import TEXT
 from datacurate.stages.base import Score, Stage, first_reason
 from datacurate.text.charclass import RegexClass, double
 from datacurate.stages.quality import CLASSIFIERS, scored_rows
@@ -161,7 +161,7 @@ class Toxicity(Stage):
             card = load_card(clf.model or DEFAULT_MODEL)  # the threshold its recipe chose, else its card's metrics'
             thr = card.get("decision_threshold", card.get("heldout", {})).get("threshold")
             if thr is None:
-                from datacurate.coerce import ConfigError
+                from datacurate.core.coerce import ConfigError
 
                 raise ConfigError(f"toxicity.classifier: the card of {clf.model or DEFAULT_MODEL} records no decision "
                                   "threshold; set unit_threshold")

@@ -27,8 +27,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from datacurate import fields
-from datacurate.coerce import ConfigError, opt
+from datacurate.formats import fields
+from datacurate.core.coerce import ConfigError, opt
 from datacurate.stages.base import Stage
 from datacurate.text import urls
 

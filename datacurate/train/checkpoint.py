@@ -20,7 +20,7 @@ from typing import Optional
 
 import torch
 
-from datacurate import storage
+from datacurate.formats import storage
 from datacurate.train.model import GPT, GPTShape
 
 LATEST = "latest"

@@ -1,4 +1,4 @@
-"""Read token shards (format: :mod:`datacurate.shards`) and decide what every step trains on.
+"""Read token shards (format: :mod:`datacurate.formats.shards`) and decide what every step trains on.
 
 Each bucket's part files are memory-mapped (nothing is read until a batch asks for
 it). Batches follow dataset decomposition (Pouransari et al. 2024): a step's batch
@@ -29,9 +29,9 @@ from typing import Iterator, Optional
 
 import numpy as np
 
-from datacurate import storage
-from datacurate.shards import DOMAIN_DTYPE, read_manifest
-from datacurate.train_config import DataConfig
+from datacurate.formats import storage
+from datacurate.formats.shards import DOMAIN_DTYPE, read_manifest
+from datacurate.configs.train import DataConfig
 
 
 class ShardError(ValueError):

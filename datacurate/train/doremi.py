@@ -26,12 +26,12 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-from datacurate.coerce import ConfigError
+from datacurate.core.coerce import ConfigError
 from datacurate.train import checkpoint
 from datacurate.train.data import ShardDataset, load_domain_weights
 from datacurate.train.objective import Objective, Part
 from datacurate.train.rho1 import SIDE, Reference
-from datacurate.train_config import DoremiRunConfig, GroupDROConfig, TrainConfig
+from datacurate.configs.train import DoremiRunConfig, GroupDROConfig, TrainConfig
 
 
 def domain_excess(losses: torch.Tensor, ref: torch.Tensor, dom: torch.Tensor, n_domains: int):

@@ -15,7 +15,7 @@ from typing import Callable
 import numpy as np
 import torch
 
-from datacurate.config import ConfigError
+from datacurate.configs.pipeline import ConfigError
 
 DELIMITER = " "  # lm-evaluation-harness's default target_delimiter
 
@@ -28,7 +28,7 @@ def read_texts(path: str) -> list[str]:
     if path.endswith((".txt", ".md")):
         with open(path, encoding="utf-8") as f:
             return [f.read()]
-    from datacurate.tokenizer import iter_texts
+    from datacurate.formats.tokenizer import iter_texts
 
     return [t for batch in iter_texts([path]) for t in batch]
 

@@ -12,7 +12,7 @@ transpose of ``torch.nn.Linear``'s; ``c_attn`` packs q, k, v along its output as
 The directory holds ``config.json``, ``model.safetensors`` (fp32, written here: the
 format is an 8-byte header length, a JSON header of names, dtypes, shapes and byte
 ranges, then the raw little-endian tensors) and the tokenizer as a
-``PreTrainedTokenizerFast`` (:func:`datacurate.tokenizer.hf_tokenizer_files`), so
+``PreTrainedTokenizerFast`` (:func:`datacurate.formats.tokenizer.hf_tokenizer_files`), so
 ``AutoModelForCausalLM`` / ``AutoTokenizer.from_pretrained(dir)`` open it, and with
 them lm-evaluation-harness. The tokenizer is the checkpoint's own: the shards'
 ``tokenizer.json`` its training config names, or ``tokenizer``, checked against the
@@ -80,7 +80,7 @@ def write_safetensors(path: str, tensors: dict[str, torch.Tensor]) -> None:
 
 def checkpoint_tokenizer(state: dict, ckpt: str, tokenizer: Optional[str]):
     """The checkpoint's tokenizer (its shards' copy, or ``tokenizer``), checked against it."""
-    from datacurate.tokenizer import load_tokenizer
+    from datacurate.formats.tokenizer import load_tokenizer
 
     if tokenizer is None:
         shards = (state.get("config") or {}).get("shards")
@@ -108,7 +108,7 @@ def export_model(ckpt: str, out_dir: str, fmt: str = "hf", tokenizer: Optional[s
                  overwrite: bool = False) -> dict:
     """Write checkpoint ``ckpt`` to ``out_dir`` in ``fmt``; a summary. The directory is
     filled under a temporary name and renamed, so it never holds half an export."""
-    from datacurate.tokenizer import hf_tokenizer_files
+    from datacurate.formats.tokenizer import hf_tokenizer_files
 
     if fmt not in FORMATS:
         raise CheckpointError(f"export: unknown format {fmt!r} (known: {', '.join(FORMATS)})")

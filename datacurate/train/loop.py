@@ -36,7 +36,7 @@ import torch
 import torch.distributed as dist
 import yaml
 
-from datacurate.config import ConfigError, to_dict
+from datacurate.configs.pipeline import ConfigError, to_dict
 from datacurate.train import checkpoint, remote
 from datacurate.train.data import DeviceBatches, ShardDataset, StepSampler
 from datacurate.train.doremi import GroupDRO
@@ -45,7 +45,7 @@ from datacurate.train.fused_loss import resolve as resolve_loss
 from datacurate.train.model import GPT, compile_model
 from datacurate.train.objective import Objective, Part, PlainObjective
 from datacurate.train.rho1 import Reference, Rho1Objective
-from datacurate.train_config import GroupDROConfig, TrainConfig
+from datacurate.configs.train import GroupDROConfig, TrainConfig
 
 PEAK_BF16 = {"H100": 989.4e12, "H200": 989.4e12, "H800": 989.4e12, "A100": 312e12, "L4": 121e12}
 

@@ -9,7 +9,7 @@ objective (plain, RHO-1, DoReMi-weighted) over the per-token losses ``forward(id
 returns, and the head that computes them (``loss``: plain logits or a fused linear +
 cross-entropy, :mod:`datacurate.train.fused_loss`).
 
-Presets (:class:`datacurate.train_config.ModelConfig`): ``tiny`` (trains on 2 CPU cores in
+Presets (:class:`datacurate.configs.train.ModelConfig`): ``tiny`` (trains on 2 CPU cores in
 tests), ``124m`` (GPT-2 small: 12 layers, 12 heads, 768 wide) and ``350m`` (GPT-2 medium: 24
 layers, 16 heads, 1024 wide). The vocabulary size always comes from the shards' tokenizer.
 """
@@ -24,7 +24,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from datacurate.train.fused_loss import token_losses
-from datacurate.train_config import GPTShape
+from datacurate.configs.train import GPTShape
 
 
 class CausalSelfAttention(nn.Module):

@@ -17,9 +17,9 @@ import shutil
 
 import numpy as np
 
-from datacurate import storage
-from datacurate.config import ConfigError
-from datacurate.shards import DOMAIN_DTYPE, MANIFEST, file_digest
+from datacurate.formats import storage
+from datacurate.configs.pipeline import ConfigError
+from datacurate.formats.shards import DOMAIN_DTYPE, MANIFEST, file_digest
 from datacurate.train import checkpoint
 
 

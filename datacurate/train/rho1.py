@@ -20,7 +20,7 @@ import os
 import numpy as np
 import torch
 
-from datacurate import shards
+from datacurate.formats import shards
 from datacurate.train import checkpoint
 from datacurate.train.data import ShardDataset, ShardError
 from datacurate.train.model import compile_model

@@ -15,7 +15,7 @@ TARGET = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "s
 
 import ray  # noqa: E402
 
-from datacurate.config import load_config  # noqa: E402
+from datacurate.configs.pipeline import load_config  # noqa: E402
 from datacurate.engine import run_pipeline  # noqa: E402
 
 

@@ -12,8 +12,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from datacurate import shards
-from datacurate.config import ConfigError, load_config
+from datacurate.formats import shards
+from datacurate.configs.pipeline import ConfigError, load_config
 from datacurate.stages import mixture
 from datacurate.stages.decompose import DecomposeConfig, count_part, plan, write_part
 from datacurate.stages.tokenize import TOKENS

@@ -9,7 +9,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from datacurate.config import ConfigError, load_config
+from datacurate.configs.pipeline import ConfigError, load_config
 from datacurate.stages.decontaminate import Decontaminate
 from datacurate.stages.decontaminate import build_index, ngram_keys, words
 

@@ -10,8 +10,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from datacurate.config import ConfigError, load_config
-from datacurate.schema import ORD
+from datacurate.configs.pipeline import ConfigError, load_config
+from datacurate.core.schema import ORD
 from datacurate.stages import dsir as ds
 from datacurate.text import wordpunct as wp
 from datacurate.stages.dsir import Dsir
@@ -237,7 +237,7 @@ def test_config_errors(stage, err):
 
 
 def test_missing_target_fails_before_any_work(tmp_path):
-    from datacurate.io import InputError
+    from datacurate.formats.io import InputError
 
     with pytest.raises(InputError, match="dsir.target: input not found"):
         Dsir(target={"path": [str(tmp_path / "missing.jsonl")]})

@@ -81,7 +81,7 @@ def test_long_document_uses_a_prefix(annotate):
 
 
 def test_rejects_bad_config():
-    from datacurate.config import ConfigError
+    from datacurate.configs.pipeline import ConfigError
 
     with pytest.raises(ConfigError, match="min_score"):
         LangId(min_score=1.5)

@@ -3,7 +3,7 @@
 import pyarrow as pa
 import pytest
 
-from datacurate.config import ConfigError, load_config
+from datacurate.configs.pipeline import ConfigError, load_config
 from datacurate.stages.pii import Pii
 from datacurate.stages.pii import KINDS, card_spans, ip_spans, luhn_ok
 

@@ -13,7 +13,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from datacurate.config import ConfigError
+from datacurate.configs.pipeline import ConfigError
 from datacurate.stages.quality import Quality
 from datacurate.stages.quality import pareto_draws
 from tests.texts import PROSE

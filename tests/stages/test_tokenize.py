@@ -7,10 +7,10 @@ import pyarrow as pa
 import pytest
 
 from datacurate import cli
-from datacurate.config import ConfigError, load_config
+from datacurate.configs.pipeline import ConfigError, load_config
 from datacurate.stages.tokenize import Tokenize
 from datacurate.stages.tokenize import TOKENS
-from datacurate.tokenizer import DEFAULT_TOKENIZER, file_sha256, load_tokenizer, token_dtype, train_tokenizer
+from datacurate.formats.tokenizer import DEFAULT_TOKENIZER, file_sha256, load_tokenizer, token_dtype, train_tokenizer
 
 PROSE = ["The committee met on Tuesday to discuss the budget for the coming year.",
          "She walked to the station, bought a ticket and waited for the evening train.",

@@ -10,7 +10,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from datacurate.config import ConfigError
+from datacurate.configs.pipeline import ConfigError
 from datacurate.stages.toxicity import Toxicity
 from datacurate.stages.toxicity import DEFAULT_LISTS, SENTENCE_END, WordList, WordListRuleConfig
 from tests.texts import PROSE
@@ -202,7 +202,7 @@ def test_word_list_errors(tmp_path):
 
 
 def test_unit_threshold_only_with_share():
-    from datacurate.config import ConfigError, load_config
+    from datacurate.configs.pipeline import ConfigError, load_config
 
     with pytest.raises(ConfigError, match="unit_threshold applies to aggregate: share only"):
         load_config({"input": {"path": "sample_data/corpus"},

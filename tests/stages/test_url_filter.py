@@ -6,7 +6,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from datacurate.config import ConfigError, load_config
+from datacurate.configs.pipeline import ConfigError, load_config
 from datacurate.stages.url_filter import UrlFilter
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from datacurate import shards
+from datacurate.formats import shards
 
 
 def markov(n: int, L: int, vocab: int, rng: np.random.Generator, branch: int = 4, table_seed: int = 7) -> np.ndarray:

@@ -7,7 +7,7 @@ import pytest
 
 from datacurate.train.data import ShardDataset, StepSampler, grow_p2_cycle, load_domain_weights
 from datacurate.train.evaluate import eval_tokens
-from datacurate.train_config import DataConfig
+from datacurate.configs.train import DataConfig
 from tests.train.synth import markov_set
 
 

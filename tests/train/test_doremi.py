@@ -12,7 +12,7 @@ from datacurate.cli import main
 from datacurate.train.data import ShardDataset, StepSampler
 from datacurate.train.doremi import domain_excess, run_doremi, update_weights
 from datacurate.train.loop import train
-from datacurate.train_config import DataConfig, DoremiRunConfig, load_train_config
+from datacurate.configs.train import DataConfig, DoremiRunConfig, load_train_config
 from tests.train.synth import markov, markov_set, write_set
 
 V = 64
@@ -168,7 +168,7 @@ def test_bad_input(synthetic, tmp_path, capsys):
 
 def test_pipeline_goes_raw_to_shards_to_weights_to_model(ray_session, tmp_path):
     """A pipeline with doremi: and train: sections: the model trains on DoReMi's weights."""
-    from datacurate.config import load_config
+    from datacurate.configs.pipeline import load_config
     from datacurate.engine import run_pipeline
 
     corpus = os.path.join(os.path.dirname(__file__), "..", "..", "sample_data", "corpus")

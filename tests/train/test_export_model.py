@@ -20,7 +20,7 @@ from datacurate.train.data import ShardDataset
 from datacurate.train.doremi import run_doremi
 from datacurate.train.evaluate import eval_loss
 from datacurate.train.loop import train
-from datacurate.train_config import DoremiRunConfig, load_train_config
+from datacurate.configs.train import DoremiRunConfig, load_train_config
 from tests.conftest import REPO
 
 transformers = pytest.importorskip("transformers")
@@ -116,7 +116,7 @@ def test_bad_input_is_one_line(runs, tmp_path, capsys):
     assert "not empty" in _error(capsys, ["export", out["train"], "--output", str(full)])
     assert "not a complete checkpoint" in _error(capsys, ["export", str(full), "--output", str(tmp_path / "b")])
     other = tmp_path / "other.json"  # a tokenizer of another vocabulary
-    from datacurate.tokenizer import train_tokenizer
+    from datacurate.formats.tokenizer import train_tokenizer
 
     train_tokenizer([["some text to learn from"] * 10], vocab_size=300).save(str(other))
     assert "273 tokens, the checkpoint's vocabulary has 8192" in _error(

@@ -14,7 +14,7 @@ from datacurate.train.doremi import run_doremi
 from datacurate.train.fused_loss import ChunkedLinearCrossEntropy, chunk_rows, resolve, token_losses
 from datacurate.train.loop import train
 from datacurate.train.model import GPT, GPTShape
-from datacurate.train_config import DoremiRunConfig, load_train_config
+from datacurate.configs.train import DoremiRunConfig, load_train_config
 from tests.train.synth import markov_set
 
 

@@ -31,7 +31,7 @@ from datacurate.train.export import export_model
 from datacurate.train.fused_loss import token_losses
 from datacurate.train.loop import train
 from datacurate.train.rho1 import score_tokens
-from datacurate.train_config import DoremiRunConfig, load_train_config
+from datacurate.configs.train import DoremiRunConfig, load_train_config
 from tests.conftest import REPO
 from tests.train.synth import markov_set
 

@@ -10,7 +10,7 @@ import time
 import numpy as np
 import pytest
 
-from datacurate.train_config import load_train_config
+from datacurate.configs.train import load_train_config
 from datacurate.train.loop import train
 from tests.train.synth import markov_set, unigram_entropy
 

@@ -14,7 +14,7 @@ from datacurate.train.data import ShardDataset, ShardError
 from datacurate.train.loop import train
 from datacurate.train.model import GPT, GPTShape
 from datacurate.train.rho1 import SIDE_DTYPE, score_tokens, select_loss
-from datacurate.train_config import load_train_config
+from datacurate.configs.train import load_train_config
 from tests.train.synth import markov_set
 
 

@@ -8,7 +8,7 @@ import shutil
 import pytest
 
 from datacurate.cli import main
-from datacurate.train_config import load_train_config
+from datacurate.configs.train import load_train_config
 from tests.train.synth import markov_set, write_set
 
 KEYS = ["model.preset=tiny", "steps=6", "seed=2", "device=cpu", "eval_every=3", "checkpoint_every=3",

@@ -15,7 +15,7 @@ import sys
 import threading
 import time
 
-from datacurate.config import ConfigError, RayConfig
+from datacurate.configs.pipeline import ConfigError, RayConfig
 from datacurate.engine.ray import supervise
 
 LOST_AFTER_S = 5.0  # the cluster's control store unreachable this long: the run stops

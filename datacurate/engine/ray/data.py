@@ -17,7 +17,8 @@ import pyarrow as pa
 import ray
 import ray.data
 
-from datacurate import errors, storage
+from datacurate.core import errors
+from datacurate.formats import storage
 from datacurate.phases import faults
 from datacurate.phases.context import JP, SIDE, Blocks, Worker, join_group
 from datacurate.engine.memory import give_back

@@ -17,7 +17,7 @@ from typing import Callable, Iterator
 
 import pyarrow as pa
 
-from datacurate.config import PipelineConfig
+from datacurate.configs.pipeline import PipelineConfig
 from datacurate.phases import faults
 from datacurate.engine.memory import give_back
 from datacurate.engine.process import build_stages, curate_task, curate_work_file, output_schema, segments_of
@@ -83,7 +83,7 @@ def run_segment(cfg: PipelineConfig, seg_index: int, items: list[tuple[str, str]
 
 
 def _conform_items(batch: pa.Table, plan: dict, compression: str) -> pa.Table:
-    from datacurate.fields import conform
+    from datacurate.formats.fields import conform
 
     for path in batch.column("item").to_pylist():
         conform(path, plan[path], compression)
@@ -93,10 +93,10 @@ def _conform_items(batch: pa.Table, plan: dict, compression: str) -> pa.Table:
 
 def unify_fields(cfg: PipelineConfig) -> int:
     """Give every part of kept/ and rejected/ the run's extra fields, in one order and type
-    (:func:`datacurate.fields.unify_plan`: footers only), rewriting the parts that differ,
+    (:func:`datacurate.formats.fields.unify_plan`: footers only), rewriting the parts that differ,
     one task each; how many were rewritten."""
-    from datacurate import storage
-    from datacurate.fields import unify_plan
+    from datacurate.formats import storage
+    from datacurate.formats.fields import unify_plan
 
     files = [f for d in ("kept", "rejected") for f in storage.list_files(storage.join(cfg.output.path, d), ".parquet")]
     plan = unify_plan(files, output_schema(cfg.stages).names)

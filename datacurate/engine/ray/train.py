@@ -13,13 +13,13 @@ from __future__ import annotations
 import json
 import os
 
-from datacurate import storage
-from datacurate.coerce import from_dict
-from datacurate.config import RayConfig, to_dict
+from datacurate.formats import storage
+from datacurate.core.coerce import from_dict
+from datacurate.configs.pipeline import RayConfig, to_dict
 
 
 def _worker(config: dict) -> None:
-    from datacurate.train_config import TrainConfig
+    from datacurate.configs.train import TrainConfig
     from datacurate.train.loop import train
 
     train(from_dict(TrainConfig, config["cfg"], "train"), resume=config["resume"], objective=config["objective"],

@@ -4,7 +4,7 @@ the text that ``pipelines/sample.yaml`` keeps from ``sample_data/corpus``.
     python datacurate/resources/tokenizers/recipe.py [--out PATH] [--work out/tokenizer-recipe]
 
 It runs the sample pipeline's stages *before* ``tokenize`` (the tokenizer cannot be used
-to make its own training data), then ``datacurate.tokenizer.train_tokenizer`` on the kept
+to make its own training data), then ``datacurate.formats.tokenizer.train_tokenizer`` on the kept
 documents, and prints the sha256 that the shards' manifest will record. Training is
 deterministic for a given input, so the same kept text gives the same file.
 """
@@ -18,9 +18,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT))
 
-from datacurate.config import load_config  # noqa: E402
+from datacurate.configs.pipeline import load_config  # noqa: E402
 from datacurate.engine import run_pipeline  # noqa: E402
-from datacurate.tokenizer import file_sha256, iter_texts, train_tokenizer  # noqa: E402
+from datacurate.formats.tokenizer import file_sha256, iter_texts, train_tokenizer  # noqa: E402
 
 VOCAB_SIZE = 8192
 

@@ -14,7 +14,7 @@ megatron-core 0.16; NeMo and datatrove write the same files), which Megatron's
 
 Here one document is one sequence (its tokens as the tokenize stage made them, EOS
 included), so the document indices are ``0 .. n``. Writing has two steps, as for the
-token shards (:mod:`datacurate.shards`): each work part writes a *piece* per prefix
+token shards (:mod:`datacurate.formats.shards`): each work part writes a *piece* per prefix
 (its ``.bin`` bytes and an ``int32`` lengths file, :func:`write_piece`); then
 :func:`merge` concatenates a prefix's pieces, in order, into one ``.bin`` (streamed,
 bounded reads) and writes the ``.idx`` from their lengths. Every file is written under
@@ -27,7 +27,7 @@ import struct
 
 import numpy as np
 
-from datacurate import shards, storage
+from datacurate.formats import shards, storage
 
 HEADER = b"MMIDIDX\x00\x00"
 VERSION = 1

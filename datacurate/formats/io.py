@@ -20,13 +20,13 @@ from typing import Iterator
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from datacurate import fields, storage
-from datacurate.coerce import ConfigError
-from datacurate.dicts import merge
-from datacurate.input_config import InputConfig
+from datacurate.formats import fields, storage
+from datacurate.core.coerce import ConfigError
+from datacurate.core.dicts import merge
+from datacurate.configs.input import InputConfig
 from datacurate.readers import jsonl, parquet, warc
 from datacurate.readers.base import SAMPLE_RECORDS, InputError, ReadTask, Tally, check_text_field, count
-from datacurate.schema import (BASE_COLUMNS, DOMAIN, INPUT_STAGE, ORD, REJECT_REASON, REJECT_STAGE, SOURCE, TEXT,
+from datacurate.core.schema import (BASE_COLUMNS, DOMAIN, INPUT_STAGE, ORD, REJECT_REASON, REJECT_STAGE, SOURCE, TEXT,
                                is_internal)
 
 __all__ = ["InputError", "ReadTask", "SAMPLE_RECORDS", "ReadPlan", "plan_reads", "read_task", "read_texts",
@@ -156,7 +156,7 @@ def plan_reads(cfg: InputConfig, text_key: str = "input.text_field",
     Each file is first checked for the text field (:func:`check_text_field`, formats with
     a text field); ``text_key`` is the setting its error message suggests. With
     ``reserved`` (the columns the run adds: name -> who adds it) the tasks keep every other
-    field of a record (:mod:`datacurate.fields`), and a field that would take one of those
+    field of a record (:mod:`datacurate.formats.fields`), and a field that would take one of those
     names (in a JSONL file's first records, anywhere in a Parquet schema) is a ConfigError;
     without, only text, id and domain are read (a side corpus).
     """

@@ -17,11 +17,11 @@ from typing import Any, Optional
 
 import yaml
 
-from datacurate.coerce import (ConfigError, coerce, opt, parse_override, read_yaml,  # noqa: F401
+from datacurate.core.coerce import (ConfigError, coerce, opt, parse_override, read_yaml,  # noqa: F401
                                set_key, unknown_key)
-from datacurate.input_config import InputConfig  # noqa: F401 - re-exported
+from datacurate.configs.input import InputConfig  # noqa: F401 - re-exported
 from datacurate.registry import STAGES
-from datacurate.train_config import DoremiConfig, DoremiRunConfig, TrainConfig
+from datacurate.configs.train import DoremiConfig, DoremiRunConfig, TrainConfig
 
 
 @dataclass

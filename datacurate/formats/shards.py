@@ -26,8 +26,8 @@ from itertools import groupby
 import numpy as np
 import xxhash
 
-from datacurate import storage
-from datacurate.coerce import ConfigError
+from datacurate.formats import storage
+from datacurate.core.coerce import ConfigError
 
 FORMAT = "datacurate-token-shards"
 VERSION = 1

@@ -30,10 +30,10 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from datacurate import storage
-from datacurate.coerce import ConfigError
-from datacurate.input_config import InputConfig
-from datacurate.schema import BASE_COLUMNS
+from datacurate.formats import storage
+from datacurate.core.coerce import ConfigError
+from datacurate.configs.input import InputConfig
+from datacurate.core.schema import BASE_COLUMNS
 
 if TYPE_CHECKING:
     import numpy as np

@@ -10,7 +10,7 @@ import copy
 from dataclasses import dataclass
 from typing import Literal, Optional, Union
 
-from datacurate.coerce import ConfigError, from_dict, opt, parse_override, read_yaml, set_key
+from datacurate.core.coerce import ConfigError, from_dict, opt, parse_override, read_yaml, set_key
 
 PRESETS = {
     "tiny": dict(n_layer=2, n_head=4, n_embd=128),

@@ -21,10 +21,10 @@ from typing import Iterable, Iterator, Optional
 
 import numpy as np
 
-from datacurate import storage
-from datacurate.coerce import ConfigError
+from datacurate.formats import storage
+from datacurate.core.coerce import ConfigError
 
-DEFAULT_TOKENIZER = Path(__file__).resolve().parent / "resources" / "tokenizers" / "sample-bpe-8k.json"
+DEFAULT_TOKENIZER = Path(__file__).resolve().parent.parent / "resources" / "tokenizers" / "sample-bpe-8k.json"
 EOS_TOKEN = "<|endoftext|>"
 BOS_TOKEN = "<|bos|>"
 # tried in order when no EOS / BOS token is named (GPT-2, Llama/T5, Llama 3, Gemma, BERT)
@@ -124,8 +124,8 @@ def iter_texts(paths: list[str], batch_rows: int = 2048) -> Iterator[list[str]]:
     """Text batches of the kept documents in ``paths``: a run directory (its ``kept/``),
     or any input datacurate reads (JSONL / Parquet files, directories, globs). Streams
     batch by batch; rows the reader rejects (malformed JSON …) are skipped."""
-    from datacurate.input_config import InputConfig
-    from datacurate.io import read_texts
+    from datacurate.configs.input import InputConfig
+    from datacurate.formats.io import read_texts
 
     resolved = [os.path.join(p, "kept") if os.path.isdir(os.path.join(p, "kept")) else p for p in paths]
     for texts in read_texts(InputConfig(path=resolved, batch_rows=batch_rows)):

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from datacurate.coerce import opt
+from datacurate.core.coerce import opt
 
 
 @dataclass

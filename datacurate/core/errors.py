@@ -126,7 +126,7 @@ def explain(e: BaseException) -> tuple[str, str] | None:
     err = _os_error(e)
     if err is None:
         return None
-    if _is_storage(err):  # already one line naming the URL (datacurate.storage.describe)
+    if _is_storage(err):  # already one line naming the URL (datacurate.formats.storage.describe)
         return " ".join(str(err).split()), ""
     code = _errno_of(err)
     what, todo = _WHAT.get(code, (None, ""))

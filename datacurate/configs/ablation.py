@@ -1,6 +1,6 @@
 """Typed configuration of ``datacurate ablate``: which recipes, which budget, which evals.
 
-The same rules as a pipeline's (:mod:`datacurate.config`): defaults <- YAML <- ``--set
+The same rules as a pipeline's (:mod:`datacurate.configs.pipeline`): defaults <- YAML <- ``--set
 key=value``; an unknown key is a one-line error with a did-you-mean, before any work. The
 keys (``input``, ``output``, ``arms``, ``baseline``, ``budget``, ``eval``, ``jobs``) are
 the README's "Ablations" section. Arm ``a`` writes ``OUT/a/curated/`` (its run) and
@@ -19,9 +19,9 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal, Optional
 
-from datacurate.coerce import ConfigError, from_dict, opt, parse_override, read_yaml, set_key
-from datacurate.config import PipelineConfig, RayConfig, load_config, pipeline_override, pipeline_train_config, to_dict
-from datacurate.train_config import ModelConfig
+from datacurate.core.coerce import ConfigError, from_dict, opt, parse_override, read_yaml, set_key
+from datacurate.configs.pipeline import PipelineConfig, RayConfig, load_config, pipeline_override, pipeline_train_config, to_dict
+from datacurate.configs.train import ModelConfig
 
 SET_BY_BUDGET = ("model", "steps", "seed", "device", "shards", "output")
 HELDOUT = "heldout/"  # eval names of the held-out domains: heldout/<domain>

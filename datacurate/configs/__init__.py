@@ -1,0 +1,1 @@
+"""Typed configuration: the input section, the pipeline, training and ablation configs."""

@@ -1,0 +1,2 @@
+"""Leaf modules: no datacurate import below them (errors, coercion, the column schema, dict
+sums, the ablation's interval and curve arithmetic)."""
