@@ -15,22 +15,26 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 
 browser() { command -v chromium || command -v chromium-browser || command -v google-chrome; }
+# GNU wget: tests/test_wget_crawl.py crawls pages served on the loopback with it (an independent WARC writer)
+missing=""
+command -v wget >/dev/null || missing="wget"
 
-if [ -z "${DATACURATE_SKIP_BROWSER_INSTALL:-}" ] && ! browser >/dev/null; then
+browser >/dev/null || missing="$missing chromium"
+if [ -z "${DATACURATE_SKIP_BROWSER_INSTALL:-}" ] && [ -n "$missing" ]; then
   sudo=""
   if [ "$(id -u)" -ne 0 ]; then
     if command -v sudo >/dev/null; then sudo="sudo"; else
-      echo "scripts/test.sh: Chromium is missing and this user cannot install it (not root, no sudo);" \
+      echo "scripts/test.sh:$missing missing and this user cannot install it (not root, no sudo);" \
            "install Debian's chromium package, or the browser tests will fail" >&2
     fi
   fi
   if [ "$(id -u)" -eq 0 ] || [ -n "$sudo" ]; then
     if ! command -v apt-get >/dev/null; then
-      echo "scripts/test.sh: Chromium is missing and there is no apt-get: install chromium by hand" >&2
+      echo "scripts/test.sh:$missing missing and there is no apt-get: install it by hand" >&2
     else
-      echo "scripts/test.sh: installing chromium (apt-get)" >&2
-      $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq chromium >/dev/null \
-        || echo "scripts/test.sh: apt-get install chromium failed; the browser tests will fail" >&2
+      echo "scripts/test.sh: installing$missing (apt-get)" >&2
+      $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq $missing >/dev/null \
+        || echo "scripts/test.sh: apt-get install$missing failed; the browser / wget tests will fail or skip" >&2
     fi
   fi
 fi
