@@ -93,7 +93,8 @@ def test_the_web_recipe_on_a_wget_crawl_accounts_for_every_response(wget_crawl, 
         recs = [(r.rec_type, r.rec_headers.get_header("WARC-Record-ID"), r.rec_headers.get_header("WARC-Target-URI"),
                  r.http_headers.get_statuscode() if r.http_headers else None) for r in ArchiveIterator(f)]
     responses = {rid: (url, status) for kind, rid, url, status in recs if kind == "response"}
-    assert len(responses) == 1 + 24 + 4 + len(BOGUS) + 2  # index, pages, the 404 and the image
+    # index, pages, the 404 and the image (wget may ask twice, a request without a response: counted, no row)
+    assert len(responses) == 1 + 24 + 4 + len(BOGUS) + 2
     assert sum(1 for kind, *_ in recs if kind == "resource") >= 1  # wget's own log / arguments
 
     out = tmp_path / "out"
@@ -123,4 +124,5 @@ def test_the_web_recipe_on_a_wget_crawl_accounts_for_every_response(wget_crawl, 
     assert sum(1 for r in texts if "/dist." in r["url"] and "\xa0" in r["text"]) == 4  # U+00A0 kept as written
     # request, warcinfo and metadata records and wget's own resource records: counted by type, not read
     counted = stats["input_files"]["warc_records"]
-    assert counted.get("request") == len(responses) and "resource (metadata:)" in counted
+    assert counted.get("request") == sum(1 for kind, *_ in recs if kind == "request") >= len(responses)
+    assert "resource (metadata:)" in counted
