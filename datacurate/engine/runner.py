@@ -294,6 +294,7 @@ def _curate(run: Run) -> dict:
     from datacurate.engine.process import segments_of
     from datacurate.engine.ray import cluster, segments as ray_segments
     from datacurate.engine.ray.context import RayContext
+    from datacurate.engine.side import stage_side_inputs
 
     cfg, tasks, journal, staging, show, log = run.cfg, run.tasks, run.journal, run.staging, run.show, run.log
     resumed = not run.fresh
@@ -301,6 +302,8 @@ def _curate(run: Run) -> dict:
     run_cfg = copy.deepcopy(cfg)
     run_cfg.output.path = staging
     final_out = storage.abspath(cfg.output.path)
+    if cfg.ray.address:  # on a cluster each node reads side inputs from the output's file system
+        stage_side_inputs(run_cfg.stages, layout.work(final_out))
     outputs = StagedOutputs(journal, staging, final_out)
     if show:
         log(f"[datacurate] {len(tasks)} read tasks over {len({t.path for t in tasks})} files -> {cfg.output.path}")
@@ -332,7 +335,7 @@ def _curate(run: Run) -> dict:
                     small = input_docs(files) < cfg.ray.small_input_docs  # all phases in one task, in-process
                     ctx = (LocalContext if small else RayContext)(
                         staging, spec.name, journal, files, final_out, outputs, seg.index, cfg.output.compression,
-                        cfg.stages[:index], to_dict(cfg), **({} if small else {"log": log, "progress": tracker.phase}))
+                        run_cfg.stages[:index], to_dict(cfg), **({} if small else {"log": log, "progress": tracker.phase}))
                     stage = spec.cls(spec.config)
                     with errors.doing(spec.name):
                         res = ray_segments.in_one_task(run_global, stage=stage, ctx=ctx) if small else run_global(stage, ctx)
