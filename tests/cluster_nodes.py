@@ -39,20 +39,25 @@ def why_not() -> str | None:
 
 
 class Cluster:
-    def __init__(self, workers: int = 2, log_dir: Path | None = None):
+    def __init__(self, workers: int = 2, log_dir: Path | None = None, **node_env):
         self.temp = tempfile.mkdtemp(prefix="cn", dir="/tmp")  # short: Ray's socket paths must fit 107 bytes
         self.log_dir = Path(log_dir or self.temp)
-        self.env = clean_env(PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}", RAY_TMPDIR=self.temp)
+        self.env = clean_env(PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}", RAY_TMPDIR=self.temp,
+                             **node_env)  # a node's workers inherit its environment (fault points: node_env)
         self.port, self.dashboard = free_port(), free_port()
         self.nodes: dict[str, subprocess.Popen] = {}
         self._start("head", ["ray", "start", "--head", "--block", "--num-cpus=0", "--disable-usage-stats",
                              "--dashboard-host=127.0.0.1", f"--temp-dir={self.temp}", f"--port={self.port}",
                              f"--dashboard-port={self.dashboard}", f"--ray-client-server-port={free_port()}",
                              f"--dashboard-agent-listen-port={free_port()}", "--object-store-memory=150000000"])
-        wait_port(self.dashboard, self.nodes["head"], self.log_dir / "head.log", timeout=180)
-        for k in range(1, workers + 1):
-            self.add_worker(f"w{k}")
-        self.wait_cpus(workers)
+        try:
+            wait_port(self.dashboard, self.nodes["head"], self.log_dir / "head.log", timeout=180)
+            for k in range(1, workers + 1):
+                self.add_worker(f"w{k}")
+            self.wait_cpus(workers)
+        except BaseException:
+            self.stop()
+            raise
 
     @property
     def address(self) -> str:
@@ -70,11 +75,14 @@ class Cluster:
     def cpus(self) -> float:
         code = ("import ray,json; ray.init(address=%r, logging_level='ERROR'); "
                 "print(json.dumps(sum(n['Resources'].get('CPU', 0) for n in ray.nodes() if n['Alive'])))" % self.address)
-        p = subprocess.run([sys.executable, "-c", code], env=self.env, capture_output=True, text=True, timeout=120,
-                           cwd="/")
+        try:
+            p = subprocess.run([sys.executable, "-c", code], env=self.env, capture_output=True, text=True, timeout=120,
+                               cwd="/")
+        except subprocess.TimeoutExpired:  # the head not answering yet (a loaded machine)
+            return 0.0
         return float(p.stdout.strip().splitlines()[-1]) if p.returncode == 0 and p.stdout.strip() else 0.0
 
-    def wait_cpus(self, n: int, timeout: float = 180) -> None:
+    def wait_cpus(self, n: int, timeout: float = 400) -> None:
         t0 = time.monotonic()
         while time.monotonic() - t0 < timeout:
             for name, p in self.nodes.items():
@@ -83,7 +91,20 @@ class Cluster:
             if self.cpus() >= n:
                 return
             time.sleep(1)
-        raise TimeoutError(f"the cluster has not {n} CPUs after {timeout} s")
+        head = self.nodes["head"].poll()
+        raise TimeoutError(f"the cluster has not {n} CPUs after {timeout} s (head {'exited' if head is not None else 'up'}): "
+                           + (self.log_dir / "head.log").read_text()[-1500:])
+
+    def node_of(self, pid: int) -> str | None:
+        """The live worker node a process belongs to (its session), if any."""
+        try:
+            sid = os.getsid(pid)
+        except ProcessLookupError:
+            return None
+        return next((n for n, p in self.nodes.items() if p.pid == sid and n.startswith("w")), None)
+
+    def workers(self) -> list[str]:
+        return [n for n in self.nodes if n.startswith("w")]
 
     def kill(self, name: str) -> None:
         """SIGKILL every process of node ``name`` (its raylet, object store, workers): a lost machine."""
