@@ -4,7 +4,8 @@ workers: ``pkill -KILL -s SID``) in each phase of one run: during extract, durin
 dedup's decide phase (the tasks feeding its Bloom-filter actors), during near dedup's
 shuffle (its edges groupby) and during DSIR's weigh phase. A fault point (``wait``, armed in
 the nodes' environment, datacurate/phases/faults.py) holds the first task of each phase
-until the node running it is killed, so the kill lands inside the phase every time. A
+until the node running it is killed (in exact dedup: a node holding one of its filter
+actors), so the kill lands inside the phase every time. A
 fresh worker node joins after each loss. The run either finishes, or stops with one line
 and ``--resume`` (on the nodes left) finishes it; the outputs equal a clean local run's.
 Then the driver is SIGKILLed as near dedup starts, and ``--resume`` from another process
@@ -84,6 +85,16 @@ def setup(s3_server, tmp_path_factory):
         shutil.rmtree(fault_dir, ignore_errors=True)
 
 
+def holder(cluster: Cluster, title: str) -> str | None:
+    """A worker node running a process titled ``title`` (Ray names an actor's process
+    ``ray::<Class>``): exact dedup's Bloom-filter slices live in such actors."""
+    for pid in subprocess.run(["pgrep", "-f", f"^{title}"], capture_output=True, text=True).stdout.split():
+        node = cluster.node_of(int(pid))
+        if node:
+            return node
+    return None
+
+
 def test_a_worker_node_lost_in_each_phase(setup, tmp_path):
     cluster, drv, fault_dir, clean = setup
     out = f"s3://{BUCKET}/lost"
@@ -97,7 +108,8 @@ def test_a_worker_node_lost_in_each_phase(setup, tmp_path):
                 pid = faults.fired_pid(stage, phase, 0, str(fault_dir))
                 if pid is None:
                     continue
-                node = cluster.node_of(pid) or cluster.workers()[0]
+                node = holder(cluster, "ray::FilterShard") if stage == "exact_dedup" else None
+                node = node or cluster.node_of(pid) or cluster.workers()[0]
                 cluster.kill(node)  # the node running the held task: its raylet, object store, workers
                 spare += 1
                 cluster.add_worker(f"w-spare{spare}")
@@ -118,8 +130,10 @@ def test_a_worker_node_lost_in_each_phase(setup, tmp_path):
 
 
 def test_driver_killed_then_resume_from_another_process(setup, tmp_path):
-    cluster, drv, _, clean = setup
+    cluster, drv, fault_dir, clean = setup
     out = f"s3://{BUCKET}/driver"
+    for stage, phase in KILLS:  # no node is held here: a fault point the first test left unfired passes
+        (fault_dir / f"{stage}.{phase}.0.go").touch()
     proc = subprocess.Popen(_cmd(out, "--ray-address", cluster.address), cwd=drv, env=cluster.env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     seen = []
