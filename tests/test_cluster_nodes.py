@@ -16,6 +16,7 @@ import json
 import shutil
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -71,10 +72,14 @@ def nodes(s3_server, tmp_path_factory):
     (crawl / "crawl.json").unlink()
     s3.upload_dir(crawl, f"s3://{BUCKET}/in")
     drv = driver_dir(REPO)
-    local = run_cli(drv, f"s3://{BUCKET}/local")  # one node: an embedded Ray on this machine
-    assert local.returncode == 0, local.stderr[-3000:]
-    cluster = Cluster(log_dir=tmp_path_factory.mktemp("nodes"))
+    with ThreadPoolExecutor(1) as pool:  # the cluster starts while the one-node run works
+        starting = pool.submit(Cluster, log_dir=tmp_path_factory.mktemp("nodes"))
+        try:
+            local = run_cli(drv, f"s3://{BUCKET}/local")  # one node: an embedded Ray on this machine
+        finally:
+            cluster = starting.result()  # a cluster that failed to start has stopped itself
     try:
+        assert local.returncode == 0, local.stderr[-3000:]
         yield cluster, drv, download(f"s3://{BUCKET}/local", tmp_path_factory.mktemp("local"))
     finally:
         cluster.stop()

@@ -5,6 +5,7 @@ node builds its stages from its own downloaded copies, with the same categories 
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 
 import pyarrow as pa
 
@@ -43,3 +44,15 @@ def test_side_inputs_staged_on_s3_read_back_as_local(s3_server, tmp_path, monkey
     assert node[0](rows).equals(local[0](rows)) and node[0](rows)["reject_reason"].to_pylist() == ["url_filter/blogs", None]
     texts = pa.table({"id": ["a"], "text": ["A plain sentence of edited prose, as a test."], "lang": ["en"]})
     assert node[1](texts).equals(local[1](texts))
+
+
+def test_side_inputs_staged_on_a_shared_file_system(tmp_path, monkeypatch):
+    """An output on a file system every node mounts: the copies are plain files under OUT/_work/side."""
+    monkeypatch.chdir(tmp_path)
+    shutil.copytree(REPO / "sample_data" / "blocklist", tmp_path / "bl")
+    (tmp_path / "p.yaml").write_text(f"input: {{path: x.jsonl}}\noutput: {tmp_path / 'out'}\n"
+                                     "stages:\n  - url_filter: {blocklist: [bl]}\n")
+    cfg = load_config(str(tmp_path / "p.yaml"))
+    url, = stage_side_inputs(cfg.stages, str(tmp_path / "out" / "_work"))
+    assert url.startswith(str(tmp_path / "out" / "_work" / "side")) and (Path(url) / "blogs" / "urls").is_file()
+    assert build_stages(cfg.stages)[0].blocklist.categories == ["blogs", "shopping"]

@@ -77,7 +77,10 @@ def _upload(local: str, root: str) -> str:
         h.update(rel.encode() + b"\0" + hashlib.sha256(f.read_bytes()).digest())
     base = storage.join(root, h.hexdigest()[:16])  # by content: a node's cached copy is never stale
     for f, rel in files:
-        storage.put_file(str(f), storage.join(base, *rel.split("/")))
+        dst = storage.join(base, *rel.split("/"))
+        if not storage.is_remote(dst):  # an output on a shared file system
+            os.makedirs(os.path.dirname(dst), exist_ok=True)
+        storage.put_file(str(f), dst)
     return storage.join(base, p.name) if p.is_dir() else storage.join(base, p.parent.name or "_", p.name)
 
 
