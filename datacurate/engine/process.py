@@ -65,7 +65,11 @@ def segments_of(cfg: PipelineConfig) -> list[Segment]:
 
 
 def build_stages(specs: Sequence[StageSpec]) -> list[Stage]:
-    return [s.cls(s.config) for s in specs]
+    """The stages of ``specs``; side inputs staged in the output's file system (on a cluster,
+    :mod:`datacurate.engine.side`) are read from this node's downloaded copies."""
+    from datacurate.engine.side import localize
+
+    return [s.cls(s.config) for s in localize(list(specs))]
 
 
 def output_schema(specs: Sequence[StageSpec]) -> pa.Schema:

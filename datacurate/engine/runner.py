@@ -321,7 +321,12 @@ def _curate(run: Run) -> dict:
     t0 = time.perf_counter()
     run_cfg = copy.deepcopy(cfg)
     run_cfg.output.path = run.staging
-    outputs = StagedOutputs(run.journal, run.staging, storage.abspath(cfg.output.path))
+    final_out = storage.abspath(cfg.output.path)
+    if cfg.ray.address:  # on a cluster each node reads side inputs from the output's file system
+        from datacurate.engine.side import stage_side_inputs
+
+        stage_side_inputs(run_cfg.stages, layout.work(final_out))
+    outputs = StagedOutputs(run.journal, run.staging, final_out)
     if run.show:
         log(f"[datacurate] {len(run.tasks)} read tasks over {len({t.path for t in run.tasks})} files -> "
             f"{cfg.output.path}")

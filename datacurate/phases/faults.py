@@ -67,6 +67,8 @@ def point(stage: str, phase: str) -> bool:
         i += 1
     for n, action in armed:
         if i == n and _claim(os.path.join(d, f"{stage}.{phase}.{n}.fired")):
+            with open(os.path.join(d, f"{stage}.{phase}.{n}.fired"), "w") as f:
+                f.write(str(os.getpid()))  # which process (so a test can find its node) acts
             if action == "kill-driver":
                 os.kill(int(os.environ[DRIVER_ENV]), signal.SIGKILL)
                 os._exit(1)
@@ -81,6 +83,16 @@ def point(stage: str, phase: str) -> bool:
                 raise ValueError(f"{ENV}: unknown action {action!r}")
             os._exit(1)
     return False
+
+
+def fired_pid(stage: str, phase: str, n: int, directory: str) -> int | None:
+    """The process that acted on the armed fault ``stage:phase:n`` (None until one did)."""
+    try:
+        with open(os.path.join(directory, f"{stage}.{phase}.{n}.fired")) as f:
+            text = f.read()
+    except FileNotFoundError:
+        return None
+    return int(text) if text.strip() else None
 
 
 def fired(stage: str, phase: str, n: int, directory: str) -> bool:

@@ -69,7 +69,7 @@ class RayContext(Context):
     def actors(self, cls: type, args: Sequence[tuple]) -> list[ActorRef]:
         """One actor of ``cls(*a)`` per entry of ``args`` (no CPU reserved: they hold state)."""
         remote = ray.remote(num_cpus=0)(cls)
-        return [ActorRef(remote.remote(*a)) for a in args]
+        return [ActorRef(remote.remote(*a), f"{self.stage}'s {cls.__name__} actor {i}") for i, a in enumerate(args)]
 
     def release(self, actors: Sequence[ActorRef]) -> None:
         for a in actors:

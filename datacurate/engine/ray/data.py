@@ -120,11 +120,15 @@ def _join_side(batch: pa.Table, side: int, on: str, parts: int, schema: pa.Schem
 class ActorRef(Worker):
     """A stateful worker a global stage created; :meth:`call` runs one method on it."""
 
-    def __init__(self, handle):
-        self.handle = handle
+    def __init__(self, handle, name: str = "actor"):
+        self.handle, self.name = handle, name
 
     def call(self, method: str, *args):
-        return ray.get(getattr(self.handle, method).remote(*args))
+        try:
+            return ray.get(getattr(self.handle, method).remote(*args))
+        except ray.exceptions.RayActorError as e:  # its node (or process) is gone, and the state it held
+            why = next((ln.strip() for ln in str(e).splitlines() if "died because" in ln), "it died")
+            raise errors.Explained(f"lost {self.name}, which held part of the stage's state: {why}") from None
 
 
 SHUFFLE_BLOCK_BYTES = 64 << 20  # Parquet bytes read per block fed to a shuffle

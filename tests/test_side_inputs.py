@@ -1,0 +1,58 @@
+"""Side inputs on a cluster (datacurate/engine/side.py): local blocklists, models with their
+cards and a tokenizer named by a pipeline are copied into the output's file system, and a
+node builds its stages from its own downloaded copies, with the same categories and models."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pyarrow as pa
+
+from datacurate.configs.pipeline import load_config
+from datacurate.engine.process import build_stages
+from datacurate.engine.side import stage_side_inputs
+from tests import s3
+from tests.cli_run import REPO
+
+
+def test_side_inputs_staged_on_s3_read_back_as_local(s3_server, tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # the node's cache: ~/.cache/datacurate/side
+    monkeypatch.chdir(tmp_path)
+    shutil.copytree(REPO / "sample_data" / "blocklist", tmp_path / "bl")
+    shutil.copy(REPO / "classifiers" / "quality.ftz", tmp_path / "q.ftz")
+    shutil.copy(REPO / "classifiers" / "quality.json", tmp_path / "q.json")  # the model's card travels with it
+    (tmp_path / "p.yaml").write_text(
+        "input: {path: x.jsonl}\noutput: s3://side-in/out\nstages:\n"
+        "  - url_filter: {blocklist: [bl]}\n  - quality: {model: q.ftz}\n")
+    s3.make_bucket("side-in")
+    cfg = load_config(str(tmp_path / "p.yaml"))
+    local = build_stages(cfg.stages)
+    urls = stage_side_inputs(cfg.stages, "s3://side-in/out/_work")
+    assert len(urls) == 2 and all(u.startswith("s3://side-in/out/_work/side/") for u in urls), urls
+    assert cfg.stages[0].config.blocklist == [urls[0]] and urls[0].endswith("/bl")
+    assert cfg.stages[1].config.model == urls[1] and urls[1].endswith(f"/{tmp_path.name}/q.ftz")
+    assert any(k.endswith("q.json") for k in s3.keys("s3://side-in/out/_work/side/"))
+    shutil.rmtree(tmp_path / "bl")  # a worker node has none of the driver's files
+    (tmp_path / "q.ftz").unlink()
+    (tmp_path / "q.json").unlink()
+    node = build_stages(cfg.stages)
+    assert node[0].blocklist.categories == local[0].blocklist.categories
+    text = (REPO / "sample_data" / "blocklist" / "blogs" / "urls").read_text()
+    listed = next(ln for ln in text.splitlines() if ln.strip() and not ln.startswith("#"))
+    rows = pa.table({"id": ["a", "b"], "text": ["x", "y"], "url": [f"http://{listed}page.html", "http://ok.example/"]})
+    assert node[0](rows).equals(local[0](rows)) and node[0](rows)["reject_reason"].to_pylist() == ["url_filter/blogs", None]
+    texts = pa.table({"id": ["a"], "text": ["A plain sentence of edited prose, as a test."], "lang": ["en"]})
+    assert node[1](texts).equals(local[1](texts))
+
+
+def test_side_inputs_staged_on_a_shared_file_system(tmp_path, monkeypatch):
+    """An output on a file system every node mounts: the copies are plain files under OUT/_work/side."""
+    monkeypatch.chdir(tmp_path)
+    shutil.copytree(REPO / "sample_data" / "blocklist", tmp_path / "bl")
+    (tmp_path / "p.yaml").write_text(f"input: {{path: x.jsonl}}\noutput: {tmp_path / 'out'}\n"
+                                     "stages:\n  - url_filter: {blocklist: [bl]}\n")
+    cfg = load_config(str(tmp_path / "p.yaml"))
+    url, = stage_side_inputs(cfg.stages, str(tmp_path / "out" / "_work"))
+    assert url.startswith(str(tmp_path / "out" / "_work" / "side")) and (Path(url) / "blogs" / "urls").is_file()
+    assert build_stages(cfg.stages)[0].blocklist.categories == ["blogs", "shopping"]
