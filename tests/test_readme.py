@@ -47,4 +47,5 @@ def test_ci_runs_the_readme_test_command():
     assert command == "bash scripts/test.sh"
     assert command in (REPO / ".ci" / "run").read_text().splitlines()
     script = (REPO / "scripts" / "test.sh").read_text()
-    assert "apt-get install -y -qq chromium" in script and ".venv/bin/python -m pytest -q" in script
+    assert "apt-get install -y -qq $missing" in script and 'missing="$missing chromium"' in script
+    assert 'missing="wget"' in script and ".venv/bin/python -m pytest -q" in script
