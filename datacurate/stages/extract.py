@@ -124,7 +124,8 @@ class Extract(Stage):
         super().__init__(config, **params)
         c = self.config
         self.fn = functools.partial(html_engines.extract, engine=c.engine, options=c.engine_options())
-        self.sandbox = Sandbox(self.fn, c.timeout) if c.timeout is not None else None
+        self.sandbox = (Sandbox(self.fn, c.timeout, warm="<html><body><p>warm</p></body></html>")
+                        if c.timeout is not None else None)
         self._metrics: dict = {}
 
     def _run(self, pages: list[str]) -> list[tuple[str, object]]:

@@ -55,8 +55,8 @@ class Sandbox:
     to items in a child process; :meth:`map` returns one ``(status, value)`` per item:
     ``(OK, result)``, ``(ERROR, "Type: message")``, ``(TIMEOUT, None)`` or ``(CRASH, None)``."""
 
-    def __init__(self, fn: Callable[[Any], Any], timeout: float, startup: float = 60.0):
-        self.fn, self.timeout = fn, float(timeout)
+    def __init__(self, fn: Callable[[Any], Any], timeout: float, startup: float = 60.0, warm: Any = None):
+        self.fn, self.timeout, self.warm = fn, float(timeout), warm  # warm: an item the child runs before it is ready
         self.startup = max(float(startup), self.timeout)  # a child's start and its taking of a batch
         self.given_up = 0  # items answered ERROR because no child would take them
         self.last_exit: int | None = None  # the exit code of the last child stopped
@@ -77,7 +77,7 @@ class Sandbox:
         os.close(to_child_r)
         os.close(from_child_w)
         self._send, self._recv = Connection(to_child_w, readable=False), Connection(from_child_r, writable=False)
-        self._send.send_bytes(pickle.dumps(self.fn))
+        self._send.send_bytes(pickle.dumps((self.fn, self.warm)))
         self._finalizer = weakref.finalize(self, _stop, self._proc, self._send, self._recv)
 
     def close(self) -> None:
@@ -167,7 +167,12 @@ def _die_with_parent(parent: int) -> None:
 def _serve(read_fd: int, write_fd: int, parent: int) -> None:
     _die_with_parent(parent)
     recv, send = Connection(read_fd, writable=False), Connection(write_fd, readable=False)
-    fn = pickle.loads(recv.recv_bytes())
+    fn, warm = pickle.loads(recv.recv_bytes())
+    if warm is not None:  # lazy imports (an extraction engine) happen inside the start-up window, not an item's time
+        try:
+            fn(warm)
+        except Exception:
+            pass
     while True:
         send.send_bytes(READY)
         try:
