@@ -150,6 +150,10 @@ def _dt_step_seconds(out: Path) -> dict:
 
 
 # ----------------------------------------------------------------------------- measuring
+class StartTimeout(RuntimeError):
+    """Ray's node did not come up within its fixed 30 s (seen on an overloaded machine)."""
+
+
 class Measured:
     """A command run in its own cpuacct cgroup (CPU seconds of everything it starts, Ray
     workers included), with a sampler for memory and for the files under ``watch``."""
@@ -220,7 +224,10 @@ class Measured:
             cpu = (ru1.children_user - ru0.children_user) + (ru1.children_system - ru0.children_system)
             how = "getrusage(children)"
         if rc != 0:
-            sys.stderr.write(b"".join(log[-60:]).decode(errors="replace"))
+            text = b"".join(log[-60:]).decode(errors="replace")
+            if "timed out during startup" in text:
+                raise StartTimeout(text)
+            sys.stderr.write(text)
             raise SystemExit(f"{self.cmd[:4]} ... failed with status {rc}")
         return {"cpu_seconds": round(cpu, 2), "cpu_clock": how, "wall_seconds": round(wall, 2),
                 "peak_node_pss_gb": round(self.peak_pss / 2**30, 3),
@@ -275,9 +282,18 @@ def run_ours(cfg: dict, out: Path) -> dict:
     path = out.parent / f"{out.name}.yaml"
     path.write_text(yaml.safe_dump(cfg))
     env = {**os.environ, "PYTHONPATH": str(ROOT), "RAY_TMPDIR": os.environ.get("RAY_TMPDIR", tempfile.gettempdir())}
-    m = Measured([sys.executable, "-m", "datacurate.cli", "run", str(path), "--quiet", "--no-report"], env,
-                 watch=out / "_work")
-    res = m.run()
+    for attempt in range(6):  # a start-up timeout is retried: nothing ran yet
+        m = Measured([sys.executable, "-m", "datacurate.cli", "run", str(path), "--quiet", "--no-report"], env,
+                     watch=out / "_work")
+        try:
+            res = m.run()
+            break
+        except StartTimeout:
+            print(f"  Ray start timed out, again ({attempt + 1})", flush=True)
+            shutil.rmtree(out)
+            out.mkdir(parents=True)
+    else:
+        raise SystemExit("Ray's node never started")
     stats = json.loads((out / "stats.json").read_text())
     scratch: dict[str, list] = {}
     for path_, size in m.files.items():
@@ -305,6 +321,39 @@ def per_stage(res: dict, pages: int) -> dict:
     return {k: {"task_seconds": round(s, 2), "core_seconds_per_1000_pages": round(res["cpu_seconds"] * s / total
                                                                                  / pages * 1000, 3),
                 "in": st[k].get("in"), "kept": st[k].get("kept")} for k, s in task_s.items()}
+
+
+# ----------------------------------------------------------------------------- tables
+def markdown(res: dict) -> str:
+    """The README's tables from a result JSON."""
+    sizes = [int(n) for n in res["pages"]]
+    lines = ["| engine | pages | core-s / 1,000 pages | scratch bytes / page | output bytes / page | files / 1,000 pages "
+             "| peak node PSS | largest process | kept |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for engine, by_n in res["recipe"].items():
+        for n in sizes:
+            r = by_n[str(n)] if str(n) in by_n else by_n[n]
+            lines.append(f"| {engine} | {n:,} | {r['core_seconds_per_1000_pages']:.1f} | {r['scratch_bytes_per_page']:,} "
+                         f"| {r['output_bytes_per_page']:,} | {(r['scratch_files'] + r['output_files']) / n * 1000:.1f} "
+                         f"| {r['peak_node_pss_gb']:.2f} GB | {r['peak_process_pss_gb']:.2f} GB | {r['kept']:,} |")
+    lines += ["", "| engine | stage | core-s / 1,000 pages (" + " / ".join(f"{n:,}" for n in sizes) + ") | growth |",
+              "|---|---|---:|---:|"]
+    for engine, by_n in res["recipe"].items():
+        big = by_n[str(sizes[-1])] if str(sizes[-1]) in by_n else by_n[sizes[-1]]
+        for stage in big["per_stage"]:
+            vals = []
+            for n in sizes:
+                r = by_n[str(n)] if str(n) in by_n else by_n[n]
+                vals.append(f"{r['per_stage'].get(stage, {}).get('core_seconds_per_1000_pages', 0):.2f}")
+            g = big.get("per_page_growth", {}).get("per_stage_cpu", {}).get(stage, "")
+            lines.append(f"| {engine} | {stage} | {' / '.join(vals)} | {g} |")
+    lines += ["", "| engine | core-hours | scratch | output | PUT requests | per-page growth (CPU, scratch, output) |",
+              "|---|---:|---:|---:|---:|---|"]
+    for engine, by_n in res["recipe"].items():
+        big = by_n[str(sizes[-1])] if str(sizes[-1]) in by_n else by_n[sizes[-1]]
+        p, g = big["snapshot_projection"], big.get("per_page_growth", {})
+        lines.append(f"| {engine} | {p['core_hours']:,} | {p['scratch_tb']} TB | {p['output_tb']} TB "
+                     f"| {p['put_requests_millions']:,} M | {g.get('cpu')}, {g.get('scratch')}, {g.get('output')} |")
+    return "\n".join(lines)
 
 
 # ----------------------------------------------------------------------------- main
@@ -339,8 +388,12 @@ def main() -> None:
     ap.add_argument("--dt-python", default="/work/venv-datatrove/bin/python")
     ap.add_argument("--no-datatrove", action="store_true")
     ap.add_argument("--result", default=None)
+    ap.add_argument("--markdown", metavar="RESULT", help="print the README tables of a result JSON and exit")
     ap.add_argument("--dt-phase", nargs=4, metavar=("PHASE", "WARCS", "OUT", "TASKS"), help=argparse.SUPPRESS)
     a = ap.parse_args()
+    if a.markdown:
+        print(markdown(json.loads(Path(a.markdown).read_text())))
+        return
     if a.dt_phase:
         phase, warcs, out, tasks = a.dt_phase
         datatrove_phase(phase, warcs, out, int(tasks))
@@ -350,39 +403,14 @@ def main() -> None:
     cache = Path(a.cache)
     res: dict = {"pages": sizes, "tasks": a.tasks, "per_file": a.per_file, "load_at_start": os.getloadavg(),
                  "recipe": {}, "side_by_side": {}}
-    for n in sizes:
-        warcs = crawl(n, cache, a.per_file)
-        res.setdefault("crawl", {})[n] = {k: v for k, v in json.loads((warcs / "crawl.json").read_text()).items()
-                                          if k != "files"}
-        for engine in a.engines:
-            print(f"recipe: {n} pages, engine {engine}", flush=True)
-            rec = run_ours(recipe_config(warcs, work / f"recipe-{n}-{engine}", n, a.tasks, engine),
-                           work / f"recipe-{n}-{engine}")
-            rec["per_stage"] = per_stage(rec, n)
-            rec["scratch_bytes_per_page"] = round(rec["scratch_bytes"] / n)
-            rec["output_bytes_per_page"] = round(rec["output_bytes"] / n)
-            rec["core_seconds_per_1000_pages"] = round(rec["cpu_seconds"] / n * 1000, 2)
-            rec["kept"] = rec["stats"]["totals"]["kept"]
-            rec.pop("stats")
-            res["recipe"].setdefault(engine, {})[n] = rec
-            print(json.dumps({k: rec[k] for k in ("cpu_seconds", "wall_seconds", "core_seconds_per_1000_pages",
-                                                  "scratch_bytes_per_page", "output_bytes_per_page", "kept",
-                                                  "peak_node_pss_gb")}), flush=True)
-    big, small = sizes[-1], sizes[0]
-    for engine, by_n in res["recipe"].items():
-        r = by_n[big]
-        r["snapshot_projection"] = projection(r, big)
-        if small != big:
-            s = by_n[small]
-            r["per_page_growth"] = {
-                "cpu": round((r["cpu_seconds"] / big) / (s["cpu_seconds"] / small), 3),
-                "scratch": round((r["scratch_bytes"] / big) / max(s["scratch_bytes"] / small, 1e-9), 3),
-                "output": round((r["output_bytes"] / big) / max(s["output_bytes"] / small, 1e-9), 3),
-                "per_stage_cpu": {k: round(v["core_seconds_per_1000_pages"]
-                                           / max(s["per_stage"][k]["core_seconds_per_1000_pages"], 1e-9), 3)
-                                  for k, v in r["per_stage"].items() if k in s["per_stage"]}}
+    result = Path(a.result) if a.result else ROOT / "benchmarks" / "results" / f"crawl_{'_'.join(map(str, sizes))}.json"
 
-    if not a.no_datatrove:  # side by side at the largest N, trafilatura on both sides
+    def save(done: bool) -> None:  # after every run: what finished survives an interrupted benchmark
+        res["complete"], res["load_now"] = done, os.getloadavg()
+        result.write_text(json.dumps(res, indent=1, default=str) + "\n")
+
+    big, small = sizes[-1], sizes[0]
+    if not a.no_datatrove:  # first, side by side at the largest N, trafilatura on both sides
         n = big
         warcs = crawl(n, cache, a.per_file)
         front = work / f"ours-front-{n}"
@@ -423,9 +451,42 @@ def main() -> None:
                                                     2)}},
         }
         print(json.dumps(res["side_by_side"]["pages_per_core_second"]), flush=True)
-    res["load_at_end"] = os.getloadavg()
-    result = Path(a.result) if a.result else ROOT / "benchmarks" / "results" / f"crawl_{'_'.join(map(str, sizes))}.json"
-    result.write_text(json.dumps(res, indent=1, default=str) + "\n")
+        save(False)
+    for n in sizes:
+        warcs = crawl(n, cache, a.per_file)
+        res.setdefault("crawl", {})[n] = {k: v for k, v in json.loads((warcs / "crawl.json").read_text()).items()
+                                          if k != "files"}
+        for engine in a.engines:
+            print(f"recipe: {n} pages, engine {engine}", flush=True)
+            rec = run_ours(recipe_config(warcs, work / f"recipe-{n}-{engine}", n, a.tasks, engine),
+                           work / f"recipe-{n}-{engine}")
+            rec["per_stage"] = per_stage(rec, n)
+            rec["scratch_bytes_per_page"] = round(rec["scratch_bytes"] / n)
+            rec["output_bytes_per_page"] = round(rec["output_bytes"] / n)
+            rec["core_seconds_per_1000_pages"] = round(rec["cpu_seconds"] / n * 1000, 2)
+            rec["kept"] = rec["stats"]["totals"]["kept"]
+            rec.pop("stats")
+            res["recipe"].setdefault(engine, {})[n] = rec
+            print(json.dumps({k: rec[k] for k in ("cpu_seconds", "wall_seconds", "core_seconds_per_1000_pages",
+                                                  "scratch_bytes_per_page", "output_bytes_per_page", "kept",
+                                                  "peak_node_pss_gb")}), flush=True)
+            save(False)
+    for engine, by_n in res["recipe"].items():
+        if big not in by_n:
+            continue
+        r = by_n[big]
+        r["snapshot_projection"] = projection(r, big)
+        if small != big and small in by_n:
+            s = by_n[small]
+            r["per_page_growth"] = {
+                "cpu": round((r["cpu_seconds"] / big) / (s["cpu_seconds"] / small), 3),
+                "scratch": round((r["scratch_bytes"] / big) / max(s["scratch_bytes"] / small, 1e-9), 3),
+                "output": round((r["output_bytes"] / big) / max(s["output_bytes"] / small, 1e-9), 3),
+                "per_stage_cpu": {k: round(v["core_seconds_per_1000_pages"]
+                                           / max(s["per_stage"][k]["core_seconds_per_1000_pages"], 1e-9), 3)
+                                  for k, v in r["per_stage"].items() if k in s["per_stage"]}}
+
+    save(True)
     print(f"wrote {result}")
 
 
