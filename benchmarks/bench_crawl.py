@@ -252,6 +252,8 @@ def recipe_config(warcs: Path, out: Path, n: int, tasks: int, engine: str, only=
 
     raw = yaml.safe_load((ROOT / "pipelines" / "commoncrawl.yaml").read_text())
     raw["input"] = {"path": str(inp or warcs)}
+    if inp:  # our own output: its WARC 'source' column would collide with the one the reader adds
+        raw["input"]["rename"] = {"source": "warc_source"}
     raw["output"] = str(out)
     raw["ray"] = {"num_cpus": tasks}
     stages = []
@@ -273,9 +275,13 @@ def recipe_config(warcs: Path, out: Path, n: int, tasks: int, engine: str, only=
     return raw
 
 
-def run_ours(cfg: dict, out: Path) -> dict:
+def run_ours(cfg: dict, out: Path, reuse: bool = False) -> dict:
     import yaml
 
+    done = out.parent / f"{out.name}.result.json"
+    if reuse and done.exists() and json.loads(done.read_text())["config"] == cfg:
+        print(f"  reusing {done}", flush=True)
+        return json.loads(done.read_text())["result"]
     if out.exists():
         shutil.rmtree(out)
     out.mkdir(parents=True)
@@ -310,6 +316,7 @@ def run_ours(cfg: dict, out: Path) -> dict:
     res.update(stats=stats, scratch=scratch, scratch_bytes=sum(v[0] for v in tmp.values()),
                scratch_files=sum(v[1] for v in tmp.values()), output_bytes=out_bytes - work[0],
                output_files=out_files - work[1])
+    done.write_text(json.dumps({"config": cfg, "result": res}, default=str))
     return res
 
 
@@ -387,6 +394,8 @@ def main() -> None:
     ap.add_argument("--work", default=None, help="where runs write (default: a fresh folder under /tmp)")
     ap.add_argument("--dt-python", default="/work/venv-datatrove/bin/python")
     ap.add_argument("--no-datatrove", action="store_true")
+    ap.add_argument("--reuse", action="store_true", help="reuse runs of ours already finished under --work "
+                                                       "(same config): to finish an interrupted benchmark")
     ap.add_argument("--result", default=None)
     ap.add_argument("--markdown", metavar="RESULT", help="print the README tables of a result JSON and exit")
     ap.add_argument("--dt-phase", nargs=4, metavar=("PHASE", "WARCS", "OUT", "TASKS"), help=argparse.SUPPRESS)
@@ -415,10 +424,10 @@ def main() -> None:
         warcs = crawl(n, cache, a.per_file)
         front = work / f"ours-front-{n}"
         print(f"side by side: {n} pages, ours", flush=True)
-        ours_a = run_ours(recipe_config(warcs, front, n, a.tasks, "trafilatura", only=FRONT), front)
+        ours_a = run_ours(recipe_config(warcs, front, n, a.tasks, "trafilatura", only=FRONT), front, a.reuse)
         back = work / f"ours-back-{n}"
         ours_b = run_ours(recipe_config(warcs, back, n, a.tasks, "trafilatura", only=SAME_AS_DATATROVE[3:],
-                                        inp=str(front / "kept")), back)
+                                        inp=str(front / "kept")), back, a.reuse)
         dt_out = work / f"datatrove-{n}"
         if dt_out.exists():
             shutil.rmtree(dt_out)
@@ -459,7 +468,7 @@ def main() -> None:
         for engine in a.engines:
             print(f"recipe: {n} pages, engine {engine}", flush=True)
             rec = run_ours(recipe_config(warcs, work / f"recipe-{n}-{engine}", n, a.tasks, engine),
-                           work / f"recipe-{n}-{engine}")
+                           work / f"recipe-{n}-{engine}", a.reuse)
             rec["per_stage"] = per_stage(rec, n)
             rec["scratch_bytes_per_page"] = round(rec["scratch_bytes"] / n)
             rec["output_bytes_per_page"] = round(rec["output_bytes"] / n)
