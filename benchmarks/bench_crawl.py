@@ -251,7 +251,7 @@ def recipe_config(warcs: Path, out: Path, n: int, tasks: int, engine: str, only=
     import yaml
 
     raw = yaml.safe_load((ROOT / "pipelines" / "commoncrawl.yaml").read_text())
-    raw["input"] = {"path": str(inp or warcs)}
+    raw["input"] = {"path": str(inp or warcs / "*.warc.gz")}  # not crawl.json beside them
     if inp:  # our own output: its WARC 'source' column would collide with the one the reader adds
         raw["input"]["rename"] = {"source": "warc_source"}
     raw["output"] = str(out)
@@ -429,13 +429,19 @@ def main() -> None:
         ours_b = run_ours(recipe_config(warcs, back, n, a.tasks, "trafilatura", only=SAME_AS_DATATROVE[3:],
                                         inp=str(front / "kept")), back, a.reuse)
         dt_out = work / f"datatrove-{n}"
-        if dt_out.exists():
-            shutil.rmtree(dt_out)
         print(f"side by side: {n} pages, datatrove", flush=True)
         env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
         me = str(Path(__file__).resolve())
-        dt_a = Measured([a.dt_python, me, "--dt-phase", "extract", str(warcs), str(dt_out), str(a.tasks)], env).run()
-        dt_b = Measured([a.dt_python, me, "--dt-phase", "after", str(warcs), str(dt_out), str(a.tasks)], env).run()
+        done = work / f"datatrove-{n}.result.json"
+        if a.reuse and done.exists() and (dt_out / "final").exists():
+            print(f"  reusing {done}", flush=True)
+            dt_a, dt_b = json.loads(done.read_text())
+        else:
+            if dt_out.exists():
+                shutil.rmtree(dt_out)
+            dt_a = Measured([a.dt_python, me, "--dt-phase", "extract", str(warcs), str(dt_out), str(a.tasks)], env).run()
+            dt_b = Measured([a.dt_python, me, "--dt-phase", "after", str(warcs), str(dt_out), str(a.tasks)], env).run()
+            done.write_text(json.dumps([dt_a, dt_b]))
         dt_kept = {"extracted": _jsonl_docs(dt_out / "extracted"), "filtered": _jsonl_docs(dt_out / "filtered"),
                    "final": _jsonl_docs(dt_out / "final")}
         ours_kept = {"extracted": ours_a["stats"]["totals"]["kept"], "final": ours_b["stats"]["totals"]["kept"],
