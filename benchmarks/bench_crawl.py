@@ -216,8 +216,15 @@ class Measured:
         sampler.join()
         reader.join(5)
         if cg is not None:
+            for _ in range(60):  # the command's last children may still be exiting
+                if not (cg / "cgroup.procs").read_text().split():
+                    break
+                time.sleep(0.5)
             cpu = int((cg / "cpuacct.usage").read_text()) / 1e9
-            cg.rmdir()
+            try:
+                cg.rmdir()
+            except OSError:
+                pass
             how = "cgroup cpuacct"
         else:
             ru1 = os.times()
