@@ -500,6 +500,13 @@ def main() -> None:
         r["snapshot_projection"] = projection(r, big)
         if small != big and small in by_n:
             s = by_n[small]
+            # the slope between the two sizes: the fixed cost (Ray's start, ~10 CPU-s a run) drops out
+            r["marginal_core_seconds_per_1000_pages"] = round((r["cpu_seconds"] - s["cpu_seconds"]) / (big - small)
+                                                              * 1000, 2)
+            r["fixed_cpu_seconds"] = round(s["cpu_seconds"] - small * (r["cpu_seconds"] - s["cpu_seconds"])
+                                           / (big - small), 2)
+            r["snapshot_projection_marginal"] = projection({**r, "cpu_seconds": r["marginal_core_seconds_per_1000_pages"]
+                                                            * big / 1000}, big)
             r["per_page_growth"] = {
                 "cpu": round((r["cpu_seconds"] / big) / (s["cpu_seconds"] / small), 3),
                 "scratch": round((r["scratch_bytes"] / big) / max(s["scratch_bytes"] / small, 1e-9), 3),
