@@ -19,7 +19,9 @@ with datatrove's FineWeb-shaped pipeline from raw WARC (issue 39, item 5).
    smallest to the largest N says whether that projection is linear.
 2. **Side by side with datatrove, from raw WARC, same pages, same task count.** datatrove
    0.10 (its own venv, ``--dt-python``: ``python3 -m venv /work/venv-datatrove &&
-   /work/venv-datatrove/bin/pip install 'datatrove[processing]' spacy lxml_html_clean``):
+   /work/venv-datatrove/bin/pip install 'datatrove[io,processing]' spacy lxml_html_clean
+   fasttext-numpy2-wheel``; ``[processing]`` alone lacks WarcReader's and JsonlWriter's
+   dependencies, and trafilatura 1.11 needs ``lxml_html_clean`` with lxml 6):
    ``WarcReader`` -> ``URLFilter`` (our blocklist's domains and URLs, not its integrated
    lists) -> ``Trafilatura`` (our settings: favour_precision, deduplicate off, 5 s timeout)
    -> ``JsonlWriter``; then ``LanguageFilter(en, 0.65)`` (fastText lid.176 loaded from our
