@@ -134,6 +134,8 @@ class TreeMemory(threading.Thread):
         self.every, self.stop = every, threading.Event()
         self.peak_rss = self.peak_pss = self.peak_procs = 0
         self.driver_rss = 0
+        self.worker_rss = self.worker_pss = 0  # the largest single Ray worker process (ray::...)
+        self.worker_kind = ""
         self.samples = 0
         self.breakdown: dict = {}
 
@@ -150,6 +152,11 @@ class TreeMemory(threading.Thread):
                     rss += mem.rss
                     pss += mem.pss
                     kind = _kind(p)
+                    if kind.startswith("ray::") and p.pid != me.pid:
+                        if mem.rss > self.worker_rss:
+                            self.worker_kind = kind
+                        self.worker_rss = max(self.worker_rss, mem.rss)
+                        self.worker_pss = max(self.worker_pss, mem.pss)
                     n, total = kinds.get(kind, (0, 0))
                     kinds[kind] = (n + 1, total + mem.pss)
                     shm += _shm_pss(p.pid)
@@ -256,7 +263,9 @@ def main() -> None:
         "docs": args.docs, "seed": args.seed, "input_bytes": inp.stat().st_size, "generated": made,
         "num_cpus": args.num_cpus, "object_store_memory_mb": cfg.ray.object_store_memory_mb, "wall_seconds": round(wall, 1), "docs_per_second": round(args.docs / wall, 1),
         "peak_rss_gb": round(mem.peak_rss / 2**30, 2), "peak_pss_gb": round(mem.peak_pss / 2**30, 2),
-        "peak_driver_rss_gb": round(mem.driver_rss / 2**30, 2), "peak_processes": mem.peak_procs,
+        "peak_driver_rss_gb": round(mem.driver_rss / 2**30, 3), "peak_processes": mem.peak_procs,
+        "peak_worker_rss_gb": round(mem.worker_rss / 2**30, 3), "peak_worker_pss_gb": round(mem.worker_pss / 2**30, 3),
+        "peak_worker_kind": mem.worker_kind,
         "memory_samples": mem.samples, "peak_breakdown": mem.breakdown, "load_at_start": load0, "load_at_end": open("/proc/loadavg").read().split()[:3],
         "stage_task_seconds": {k: st["seconds"] for k, st in stages.items()},
         "stages": stages, "totals": totals,
@@ -266,7 +275,8 @@ def main() -> None:
     result = Path(args.result) if args.result else ROOT / "benchmarks" / "results" / f"pipeline_scale_{args.docs}.json"
     result.parent.mkdir(parents=True, exist_ok=True)
     result.write_text(json.dumps(res, indent=2) + "\n")
-    print(json.dumps({k: res[k] for k in ("docs", "wall_seconds", "docs_per_second", "peak_rss_gb", "peak_pss_gb",
+    print(json.dumps({k: res[k] for k in ("docs", "wall_seconds", "docs_per_second", "peak_rss_gb", "peak_pss_gb", "peak_driver_rss_gb",
+                                          "peak_worker_rss_gb", "peak_worker_pss_gb",
                                           "peak_processes", "peak_breakdown",
                                           "stage_task_seconds", "totals", "accounted")}, indent=2))
 

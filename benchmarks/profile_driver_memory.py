@@ -58,7 +58,7 @@ def instrument() -> None:
         return out
 
     context.RayContext._run_items = items
-    for name in ("count", "rows", "materialize", "sorted_head"):
+    for name in ("count", "rows", "materialize"):
         fn = getattr(data.Data, name)
 
         def wrapped(self, *a, _fn=fn, _name=name, **k):

@@ -25,7 +25,7 @@ import fnmatch
 import posixpath
 import sys
 from abc import ABC, abstractmethod
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -80,11 +80,6 @@ class Blocks(ABC):
     @abstractmethod
     def rows(self) -> list[dict]:
         """Every row, on the driver: for small results."""
-
-    @abstractmethod
-    def sorted_head(self, keys: list[str], descending: list[bool], k: int,
-                    batch_size: int = 65_536) -> Iterator[pa.Table]:
-        """The first ``k`` rows in sort order, batch by batch."""
 
 
 class Worker(ABC):

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import tempfile
-from typing import Callable, Iterator, Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -90,14 +90,6 @@ class LocalData(Blocks):
 
     def rows(self) -> list[dict]:
         return [r for b in self.blocks for r in b.to_pylist()]
-
-    def sorted_head(self, keys: list[str], descending: list[bool], k: int,
-                    batch_size: int = 65_536) -> Iterator[pa.Table]:
-        t = self._concat()
-        if t is None:
-            return
-        order = [(name, "descending" if d else "ascending") for name, d in zip(keys, descending)]
-        yield from t.sort_by(order).slice(0, k).to_batches(max_chunksize=batch_size)
 
 
 class LocalActorRef(Worker):

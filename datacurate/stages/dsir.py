@@ -12,9 +12,10 @@ accuracy (Pearson r = 0.82-0.89).
 
 Where this differs from the reference code (``data-selection`` on PyPI):
 
-* never all weights in one process: each partition keeps its own top-k candidates, a
-  distributed sort finds the global k-th key, and each partition then decides its own
-  rows against that one threshold (:func:`run_distributed`);
+* never all weights in one process, and no candidate list on the driver: a distributed
+  radix select (:func:`datacurate.text.topk.kth_unit`: per-part histograms of the key,
+  refined until the k-th unit is pinned) finds the global k-th unit, and each partition
+  then decides its own rows against that one threshold (:func:`run_distributed`);
 * seeded: a unit's Gumbel noise is a hash of (``seed``, its input position), so the
   same seed selects the same documents on any number of workers;
 * short documents are not dropped silently: below ``min_length`` tokens a document is
@@ -48,7 +49,8 @@ from datacurate.core.coerce import opt
 from datacurate.core.schema import DOMAIN, ORD, REJECT_REASON, TEXT
 from datacurate.text import wordpunct as wp
 from datacurate.stages.base import GlobalStage, Score
-from datacurate.text.topk import gumbel, selected, top_k, uniform
+from datacurate.text import topk
+from datacurate.text.topk import gumbel, selected, uniform
 
 EPS = 1e-8  # the reference's floor inside the logs when there is no smoothing
 _SEP = "\ufdd0"  # a Unicode noncharacter: marks chunk boundaries while splitting
@@ -308,13 +310,18 @@ class Dsir(GlobalStage):
 # 1. fit: one task per part file (and per target read task) saves its hashed n-gram
 #    counts; the driver adds the (num_buckets,) vectors.
 # 2. weigh: one task per part computes log weights and sampling keys, saves them beside
-#    the part with its own top-k candidates (key, position).
-# 3. k-th key: a distributed sort of the candidates cut at k; the driver streams it and
-#    keeps one row, the k-th.
+#    the part (with the units' positions) and the histogram of its keys' first digit.
+# 3. k-th unit: the driver adds the histograms (one 65,536-bin vector at a time), picks
+#    the digit of the k-th unit, and asks the parts for the next digit's histogram under
+#    it, until one bin holds few units (<= CUTOFF_ROWS); the parts hand over those and
+#    the driver orders them. Typically one or two rounds after weigh; never O(k) rows.
 # 4. decide: one task per part selects its units against that one threshold and writes
 #    its decisions, and the n-gram counts of its selected and randomly selected units
 #    for the KL report.
-# No process holds more than one part's weights plus the (num_buckets,) vectors.
+# No process holds more than one part's weights plus the (num_buckets,) vectors, the
+# (65,536,) histogram and at most CUTOFF_ROWS rows of the cut-off's bin.
+
+CUTOFF_ROWS = 1 << 17
 
 def _part(path: str, c: DsirConfig) -> tuple[pa.Table, Units]:
 
@@ -396,20 +403,47 @@ def _phase_fit_target(task: str, c: DsirConfig, d: str) -> dict:
     return {"tgt": path, "docs": docs, "rejected": counters.get("rejected", 0)}
 
 
-def _phase_weigh(path: str, c: DsirConfig, lr_path: str, k: int, d: str) -> dict:
-    """Weights and keys of one part (from its saved features), saved; its own top-k candidates, saved."""
+def _phase_weigh(path: str, c: DsirConfig, lr_path: str, d: str) -> dict:
+    """Weights and keys of one part (from its saved features), saved; the histogram of its keys' first digit, saved."""
     from datacurate.formats.io import write_atomic
 
     feats, ords, chunk = _load_features(_features_path(d, path), c.ngrams)
     logw = feats.per_doc(_load(lr_path))
     keys = sample_keys(c, logw, feats.n_tokens >= max(c.min_length, 1), ords, chunk)
-    base = storage.join(d, _base(path))
-    write_atomic(pa.table({"logw": logw, "key": keys}), base.removesuffix(".parquet") + ".weights.parquet")
-    top = top_k(keys, ords, chunk, k)
-    cands = base.removesuffix(".parquet") + ".candidates.parquet"
-    write_atomic(pa.table({"key": pa.array(keys[top], pa.float64()), "ord": pa.array(ords[top], pa.int64()),
-                           "chunk": pa.array(chunk[top], pa.int32())}), cands)
-    return {"candidates": cands}
+    write_atomic(pa.table({"logw": logw, "key": keys, "ord": pa.array(ords, pa.int64()),
+                           "chunk": pa.array(chunk, pa.int32())}), _weights_path(d, path))
+    return {"counts": _save(topk.histogram(_rank_words(keys, ords, chunk), []), _scratch_name(d, path, "cutoff0"))}
+
+
+def _weights_path(d: str, path: str) -> str:
+    return storage.join(d, _base(path)).removesuffix(".parquet") + ".weights.parquet"
+
+
+def _rank_words(keys: np.ndarray, ords: np.ndarray, chunk: np.ndarray) -> np.ndarray:
+    ok = np.isfinite(keys)  # ineligible units (-inf) are never selected
+    return topk.rank_words(keys[ok], ords[ok], chunk[ok])
+
+
+def _part_words(d: str, path: str) -> tuple[np.ndarray, pa.Table]:
+    w = storage.read_parquet(_weights_path(d, path), columns=["key", "ord", "chunk"])
+    return _rank_words(w["key"].to_numpy(), w["ord"].to_numpy(), w["chunk"].to_numpy()), w
+
+
+def _phase_cutoff_counts(path: str, d: str, prefix: list) -> str:
+    """This part's histogram of the next digit of its units under ``prefix``, saved."""
+    words, _ = _part_words(d, path)
+    return _save(topk.histogram(words, prefix), _scratch_name(d, path, f"cutoff{len(prefix)}"))
+
+
+def _phase_cutoff_rows(path: str, d: str, prefix: list) -> str:
+    """This part's units under ``prefix`` (few: the cut-off's bin), saved."""
+    from datacurate.formats.io import write_atomic
+
+    words, w = _part_words(d, path)
+    w = w.filter(pa.array(np.isfinite(w["key"].to_numpy())))
+    out = storage.join(d, _base(path)).removesuffix(".parquet") + ".cutoff.parquet"
+    write_atomic(w.filter(pa.array(topk.matching(words, prefix))), out)
+    return out
 
 
 def _phase_decide(path: str, c: DsirConfig, thr: list, rate: float, d: str, out_dir: str, compression: str) -> dict:
@@ -418,7 +452,7 @@ def _phase_decide(path: str, c: DsirConfig, thr: list, rate: float, d: str, out_
     from datacurate.formats.io import write_atomic
 
     table, units = _part(path, c)
-    w = storage.read_parquet(storage.join(d, _base(path)).removesuffix(".parquet") + ".weights.parquet")
+    w = storage.read_parquet(_weights_path(d, path), columns=["logw", "key"])
     keys, logw = w["key"].to_numpy(), w["logw"].to_numpy()
     eligible = np.isfinite(keys)
     chosen = selected(keys, units.ords, units.chunk, tuple(thr))
@@ -431,18 +465,23 @@ def _phase_decide(path: str, c: DsirConfig, thr: list, rate: float, d: str, out_
             "n": int(chosen.sum()), "chosen": domain_counts(table, units, chosen)}
 
 
-def _kth(cands, k: int) -> tuple:
-    """The k-th candidate in the global order, by a distributed sort streamed past the driver."""
+def _kth(ctx, d: str, counts: list, k: int) -> tuple:
+    """The k-th unit in the global order by a distributed radix select over the parts'
+    saved keys (:func:`datacurate.text.topk.kth_unit`): the driver holds one histogram
+    and at most CUTOFF_ROWS rows, never the candidates."""
+    def next_counts(prefix):
+        return _total(ctx.map_files(f"cutoff{len(prefix)}", _phase_cutoff_counts, journal=False, d=d,
+                                    prefix=prefix), topk.BINS)
+
+    def fetch(prefix):
+        tables = [storage.read_parquet(p) for p in ctx.map_files("cutoff_rows", _phase_cutoff_rows, journal=False,
+                                                                   d=d, prefix=prefix)]
+        rows = pa.concat_tables(tables)
+        return rows["key"].to_numpy(), rows["ord"].to_numpy(), rows["chunk"].to_numpy()
+
     if k == 0:
-        return (np.inf, 0, 0)  # no unit comes before it: none is selected
-    last, seen = None, 0
-    for b in cands.sorted_head(["key", "ord", "chunk"], [True, False, False], k):
-        if b.num_rows:
-            seen += b.num_rows
-            last = (b["key"][-1].as_py(), b["ord"][-1].as_py(), b["chunk"][-1].as_py())
-    if seen != k:
-        raise RuntimeError(f"dsir: {seen} candidates for k = {k}")
-    return last
+        return (np.inf, 0, 0)
+    return topk.kth_unit(k, _total(counts, topk.BINS), next_counts, fetch, CUTOFF_ROWS)
 
 
 def _total(paths, size: int) -> np.ndarray:
@@ -484,8 +523,8 @@ def run_distributed(c: DsirConfig, ctx) -> dict:
         metrics.update(target_docs=sum(r["docs"] for r in rows), target_rejected=sum(r["rejected"] for r in rows))
     lr_path = _save(log_ratio(tgt, raw, c.laplace), storage.join(d, "log_ratio.npy"))
     k = how_many(c.num_to_sample, eligible)
-    cands = ctx.map_files("weigh", _phase_weigh, c=c, lr_path=lr_path, k=k, d=d)
-    thr = _kth(ctx.read([r["candidates"] for r in cands], ["key", "ord", "chunk"]), k)
+    weighed = ctx.map_files("weigh", _phase_weigh, c=c, lr_path=lr_path, d=d)
+    thr = _kth(ctx, d, [r["counts"] for r in weighed], k)
     rate = k / max(eligible, 1)
     dec = ctx.map_files("decide", _phase_decide, c=c, thr=list(thr), rate=rate, d=d, out_dir=ctx.decisions_dir,
                         compression=ctx.compression)

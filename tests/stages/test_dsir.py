@@ -13,6 +13,7 @@ import pytest
 from datacurate.configs.pipeline import ConfigError, load_config
 from datacurate.core.schema import ORD
 from datacurate.stages import dsir as ds
+from datacurate.text import topk
 from datacurate.text import wordpunct as wp
 from datacurate.stages.dsir import Dsir
 
@@ -140,7 +141,7 @@ def _emulate_partitions(st: Dsir, table: pa.Table, parts: int) -> set:
     k = ds.how_many(c.num_to_sample, eligible)
     keys = [ds.sample_keys(c, f.per_doc(lr), f.n_tokens >= max(c.min_length, 1), u.ords, u.chunk)
             for f, u in zip(feats, units)]
-    cand = [(kk[i], u.ords[i], u.chunk[i]) for kk, u in zip(keys, units) for i in ds.top_k(kk, u.ords, u.chunk, k)]
+    cand = [(kk[i], u.ords[i], u.chunk[i]) for kk, u in zip(keys, units) for i in topk.top_k(kk, u.ords, u.chunk, k)]
     cand.sort(key=lambda x: (-x[0], x[1], x[2]))
     thr = cand[k - 1]
     chosen = set()
@@ -311,14 +312,17 @@ def test_phases_featurise_once_and_match_featurising_each_phase(tmp_path, mixtur
     lr = ds.log_ratio(Dsir(c).target_counts_from_files(), np.load(fit["raw"]), c.laplace)
     lr_path = ds._save(lr, str(d / "lr.npy"))
     k = fit["eligible"] // 2
-    ds._phase_weigh(path, c, lr_path, k, str(d))
+    weighed = ds._phase_weigh(path, c, lr_path, str(d))
     w = pq.read_table(str(d / "part-000.weights.parquet"))
     eligible = ref.n_tokens >= c.min_length
     ref_logw = ref.per_doc(lr)
     ref_keys = ds.sample_keys(c, ref_logw, eligible, units.ords, units.chunk)
     assert np.array_equal(w["logw"].to_numpy(), ref_logw) and np.array_equal(w["key"].to_numpy(), ref_keys)
+    ok = np.isfinite(ref_keys)
+    assert np.array_equal(np.load(weighed["counts"]),
+                          topk.histogram(topk.rank_words(ref_keys[ok], units.ords[ok], units.chunk[ok]), []))
 
-    top = ds.top_k(ref_keys, units.ords, units.chunk, k)
+    top = topk.top_k(ref_keys, units.ords, units.chunk, k)
     thr = [ref_keys[top[-1]], int(units.ords[top[-1]]), int(units.chunk[top[-1]])]
     out = tmp_path / "decisions"
     out.mkdir()
@@ -331,3 +335,68 @@ def test_phases_featurise_once_and_match_featurising_each_phase(tmp_path, mixtur
     assert np.array_equal(np.load(res["rand"]), old.counts(c.num_buckets, rand))
     assert pq.read_table(str(out / "part-000.parquet")).equals(
         ds.decisions(c, part, units, ref_logw, eligible, chosen))
+
+
+# ----------------------------------------------------------------------------- distributed cut-off
+def _brute_kth(keys, ords, chunks, k):
+    ok = np.isfinite(keys)
+    i = np.flatnonzero(ok)[topk.order(keys[ok], ords[ok], chunks[ok])[k - 1]]
+    return (float(keys[i]), int(ords[i]), int(chunks[i]))
+
+
+def _old_kth(parts, k):
+    """What the cut-off did before: each part's top-k candidates, sorted together, the k-th."""
+    cand = [(kk[i], o[i], c[i]) for kk, o, c in parts for i in topk.top_k(kk, o, c, k)]
+    cand.sort(key=lambda x: (-x[0], x[1], x[2]))
+    key, o, c = cand[k - 1]
+    return (float(key), int(o), int(c))
+
+
+def _radix_kth(parts, k, limit):
+    words = [topk.rank_words(kk[np.isfinite(kk)], o[np.isfinite(kk)], c[np.isfinite(kk)]) for kk, o, c in parts]
+    fetched = []
+
+    def fetch(prefix):
+        fetched.append(sum(int(topk.matching(w, prefix).sum()) for w in words))
+        rows = [(kk[np.isfinite(kk)][m], o[np.isfinite(kk)][m], c[np.isfinite(kk)][m])
+                for (kk, o, c), m in ((p, topk.matching(w, prefix)) for p, w in zip(parts, words))]
+        return tuple(np.concatenate(x) for x in zip(*rows))
+
+    got = topk.kth_unit(k, sum(topk.histogram(w, []) for w in words),
+                        lambda prefix: sum(topk.histogram(w, prefix) for w in words), fetch, limit)
+    assert len(fetched) == 1 and fetched[0] <= max(limit, 1)  # never more than `limit` rows in one place
+    return got
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_distributed_cutoff_equals_a_full_sort_with_ties(seed):
+    """The radix select finds the same k-th unit as a full sort and as the old candidate
+    sort, with heavy key ties (broken by position, then chunk), -0.0 beside 0.0, negative
+    and huge keys, ineligible (-inf) units, whatever the partitioning and the fetch limit."""
+    rng = np.random.default_rng(seed)
+    n = 5000
+    pool = np.array([0.0, -0.0, -1.5, 2.25, 1e300, -1e-300, 7.0, -np.inf])
+    keys = np.where(rng.random(n) < 0.5, rng.choice(pool, n), rng.normal(0, 50, n))
+    ords = rng.permutation(n // 2).repeat(2)[:n].astype(np.int64)  # two chunks per document
+    chunks = (np.arange(n) % 2).astype(np.int32)
+    eligible = int(np.isfinite(keys).sum())
+    cuts = np.sort(rng.choice(np.arange(1, n), rng.integers(1, 9), replace=False))
+    parts = [(keys[a:b], ords[a:b], chunks[a:b]) for a, b in zip([0, *cuts], [*cuts, n])]
+    for k in (1, 2, eligible // 3, eligible // 2, eligible - 1, eligible):
+        want = _brute_kth(keys, ords, chunks, k)
+        assert _old_kth(parts, k) == want
+        for limit in (1, 7, 1 << 17):
+            assert _radix_kth(parts, k, limit) == want, (k, limit)
+    with pytest.raises(RuntimeError, match="eligible units"):
+        _radix_kth(parts, eligible + 1, 10)
+
+
+def test_stage_selection_is_the_same_with_the_smallest_cutoff_bins(mixture, monkeypatch):
+    """Through the stage's phases: one cut-off row per fetch (many refinement rounds) selects
+    exactly what the brute-force selection does."""
+    table, target = mixture
+    st = Dsir(target={"path": [str(target)]}, num_to_sample=0.3, seed=4, min_length=30, chunk_words=64)
+    want = _emulate_partitions(st, table, 1)
+    monkeypatch.setattr(ds, "CUTOFF_ROWS", 1)
+    out = st(table)
+    assert set(np.asarray(table[ORD])[np.asarray(pc.is_null(out["reject_reason"]))].tolist()) == want

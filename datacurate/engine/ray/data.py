@@ -10,7 +10,7 @@ import functools
 import logging
 import math
 import posixpath
-from typing import Callable, Iterator, Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -102,12 +102,6 @@ class Data(Blocks):
 
     def rows(self) -> list[dict]:
         return list(self._ds.iter_rows())
-
-    def sorted_head(self, keys: list[str], descending: list[bool], k: int,
-                    batch_size: int = 65_536) -> Iterator[pa.Table]:
-        """By a distributed (range-partitioned) sort, streamed past the driver batch by batch."""
-        ds = self._bounded(self._ds, self._blocks).sort(keys, descending=descending).limit(k)
-        yield from ds.iter_batches(batch_size=batch_size, batch_format="pyarrow")
 
 
 def _join_side(batch: pa.Table, side: int, on: str, parts: int, schema: pa.Schema) -> pa.Table:
