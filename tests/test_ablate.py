@@ -201,6 +201,7 @@ def _ablate(cfg_path, *args, env=None):
                           env=env or _env(), capture_output=True, text=True, timeout=900, cwd=REPO)
 
 
+@pytest.mark.slow  # the slow tier: pytest -m slow (README "Tests")
 def test_identical_arms_then_kill_and_resume(tmp_path):
     """Two identical arms: a difference of 0 on every seed, an interval holding 0. The
     same ablation killed (SIGKILL of the driver) right after its second seed's eval,

@@ -19,6 +19,9 @@ import pytest
 
 from datacurate.dedup_eval import make_dup_corpus
 
+# the slow tier (pytest -m slow): kept out of the default suite for its time (README "Tests")
+pytestmark = pytest.mark.slow
+
 REPO = Path(__file__).resolve().parent.parent
 SCRIPT = REPO / "tests" / "scripts" / "run_dedup.py"
 
