@@ -201,7 +201,7 @@ def _ablate(cfg_path, *args, env=None):
                           env=env or _env(), capture_output=True, text=True, timeout=900, cwd=REPO)
 
 
-@pytest.mark.slow  # the slow tier: pytest -m slow (README "Tests")
+@pytest.mark.slow  # the slow tier: pytest -m slow (README "Set-up")
 def test_identical_arms_then_kill_and_resume(tmp_path):
     """Two identical arms: a difference of 0 on every seed, an interval holding 0. The
     same ablation killed (SIGKILL of the driver) right after its second seed's eval,
@@ -243,6 +243,7 @@ def test_identical_arms_then_kill_and_resume(tmp_path):
     assert again.returncode == 2 and "another configuration" in again.stderr
 
 
+@pytest.mark.slow  # the slow tier: pytest -m slow (README "Set-up")
 def test_arms_and_seeds_run_as_parallel_ray_jobs(tmp_path):
     """``jobs: 2``: curations and trainings are Ray tasks, two at a time. The first training
     to start stops at a fault point and is let go only once a second training has started,

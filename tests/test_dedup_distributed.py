@@ -19,7 +19,7 @@ import pytest
 
 from datacurate.dedup_eval import make_dup_corpus
 
-# the slow tier (pytest -m slow): kept out of the default suite for its time (README "Tests")
+# the slow tier (pytest -m slow): kept out of the default suite for its time (README "Set-up")
 pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parent.parent

@@ -114,7 +114,7 @@ def test_datasets_loads_the_hf_export(clean):
     assert AutoTokenizer.from_pretrained(str(exp)).decode(ds[0]["input_ids"]).endswith(EOS)
 
 
-@pytest.mark.slow  # the slow tier: pytest -m slow (README "Tests")
+@pytest.mark.slow  # the slow tier: pytest -m slow (README "Set-up")
 def test_resume_after_a_kill_during_the_export_writes_the_same_bytes(clean, tmp_path):
     tmp, _ = clean
     raw = pipeline(tmp_path, tmp_path / "out", tmp_path / "outside")

@@ -101,6 +101,7 @@ def test_worker_deaths_in_every_kind_of_stage_leave_the_output_unchanged(pipelin
     assert_same(clean, out)
 
 
+@pytest.mark.slow  # the slow tier: pytest -m slow (README "Set-up")
 def test_small_input_path_gives_the_same_output_and_survives_a_worker_death(pipeline, clean, tmp_path):
     """Below ray.small_input_docs a global stage runs its phases in one task: same
     decisions, shards and saved filter as the distributed phases; its task retried after
@@ -122,7 +123,7 @@ def _skipped(stderr: str) -> int:
     return sum(map(int, found))
 
 
-@pytest.mark.slow  # the slow tier: pytest -m slow (README "Tests")
+@pytest.mark.slow  # the slow tier: pytest -m slow (README "Set-up")
 def test_driver_killed_three_times_then_resumed(pipeline, clean, tmp_path):
     out = tmp_path / "out"
     shutil.copytree(clean, out)  # an earlier complete run of the same pipeline
@@ -199,7 +200,7 @@ def _interrupted(pipeline: Path, out: Path, point: str, sig: int, tmp: Path, *ar
     return log.read_text()
 
 
-@pytest.mark.slow  # the slow tier: pytest -m slow (README "Tests")
+@pytest.mark.slow  # the slow tier: pytest -m slow (README "Set-up")
 def test_sigterm_and_ctrl_c_say_one_line_and_resume_continues(pipeline, clean, tmp_path):
     out = tmp_path / "out"
     err = _interrupted(pipeline, out, "heuristics:map:1", signal.SIGTERM, tmp_path)
@@ -214,7 +215,7 @@ def test_sigterm_and_ctrl_c_say_one_line_and_resume_continues(pipeline, clean, t
     assert_same(clean, out)
 
 
-@pytest.mark.slow  # the slow tier: pytest -m slow (README "Tests")
+@pytest.mark.slow  # the slow tier: pytest -m slow (README "Set-up")
 def test_a_cluster_on_the_machine_dies_mid_run(pipeline, clean, tmp_path):
     port = _free_port()
     ray_bin = Path(sys.executable).parent / "ray"

@@ -143,7 +143,7 @@ def test_output_not_writable_is_one_line_before_any_work(local, tmp_path):
     assert_same(clean, out)
 
 
-@pytest.mark.slow  # the slow tier: pytest -m slow (README "Tests")
+@pytest.mark.slow  # the slow tier: pytest -m slow (README "Set-up")
 def test_an_input_that_vanishes_mid_run_is_one_line_and_resume_finishes(local, tmp_path):
     pipeline, inputs, clean = local
     out, fdir = tmp_path / "out", tmp_path / "faults"
@@ -161,7 +161,7 @@ def test_an_input_that_vanishes_mid_run_is_one_line_and_resume_finishes(local, t
     assert_same(clean, out)
 
 
-@pytest.mark.slow  # the slow tier: pytest -m slow (README "Tests")
+@pytest.mark.slow  # the slow tier: pytest -m slow (README "Set-up")
 def test_an_s3_endpoint_that_stops_answering_mid_run_is_one_line_and_resume_finishes(tmp_path):
     from moto.server import ThreadedMotoServer
 

@@ -237,7 +237,7 @@ def test_s3_listing_globs_and_read_plan_match_local(s3_server, small_corpus):
     assert sum(1 for t in local if t[0] == "news.jsonl") > 3  # cut into ranged read tasks at line ends
 
 
-@pytest.mark.slow  # the slow tier: pytest -m slow (README "Tests")
+@pytest.mark.slow  # the slow tier: pytest -m slow (README "Set-up")
 def test_killed_run_leaves_no_stats_json_in_the_bucket_and_resumes(s3_server, small_corpus, tmp_path):
     """The driver is SIGKILLed after its first map tasks (a real crash of the whole run).
     The workers wrote their parts and journal entries straight into the bucket (under

@@ -68,7 +68,7 @@ def _started(cmd: list, latest, at_least: int) -> subprocess.Popen:
     return proc
 
 
-@pytest.mark.slow  # the slow tier: pytest -m slow (README "Tests")
+@pytest.mark.slow  # the slow tier: pytest -m slow (README "Set-up")
 def test_kill_9_and_ctrl_c_then_resume_give_the_uninterrupted_curve(shard_dir, tmp_path):
     common = ["--shards", shard_dir, "--set", "steps=400", "--set", "threads=1", "--set", "seed=5",
               "--set", "checkpoint_every=10", "--set", "eval_every=50", "--set", "data.tokens_per_step=1024"]
