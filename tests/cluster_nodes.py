@@ -129,6 +129,24 @@ class Cluster:
         return {**self.env, **extra}
 
 
+def crawl_on_s3(tmp_path_factory, bucket: str, captures: int, per_file: int) -> None:
+    """Skip (with the reason) where nodes cannot be isolated; else ``captures`` pages of
+    benchmarks/make_crawl.py's crawl, ``per_file`` a WARC file, uploaded to ``s3://bucket/in``."""
+    import pytest
+
+    from benchmarks.make_crawl import make_crawl
+    from tests import s3
+
+    reason = why_not()
+    if reason:
+        pytest.skip(reason)
+    s3.make_bucket(bucket)
+    crawl = tmp_path_factory.mktemp("crawl")
+    make_crawl(captures, crawl, per_file=per_file)
+    (crawl / "crawl.json").unlink()
+    s3.upload_dir(crawl, f"s3://{bucket}/in")
+
+
 def driver_dir(root: Path) -> Path:
     """What a user's driver machine holds: the pipeline and the files it names, and no
     datacurate package (each node has its own install): a folder under the head's /tmp,

@@ -26,11 +26,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from benchmarks.make_crawl import make_crawl
 from datacurate.phases import faults
-from tests import s3
 from tests.cli_run import REPO, clean_env
-from tests.cluster_nodes import Cluster, driver_dir, why_not
+from tests.cluster_nodes import Cluster, crawl_on_s3, driver_dir
 from tests.outputs import assert_same
 from tests.test_cluster_nodes import download
 
@@ -59,14 +57,7 @@ def _cmd(out: str, *args) -> list[str]:
 
 @pytest.fixture(scope="module")
 def setup(s3_server, tmp_path_factory):
-    reason = why_not()
-    if reason:
-        pytest.skip(reason)
-    s3.make_bucket(BUCKET)
-    crawl = tmp_path_factory.mktemp("crawl")
-    make_crawl(CAPTURES, crawl, per_file=PER_FILE)
-    (crawl / "crawl.json").unlink()
-    s3.upload_dir(crawl, f"s3://{BUCKET}/in")
+    crawl_on_s3(tmp_path_factory, BUCKET, CAPTURES, PER_FILE)
     drv = driver_dir(REPO)
     shutil.copytree(REPO / "sample_data" / "target", drv / "sample_data" / "target")
     (drv / "pipeline.yaml").write_text(yaml.safe_dump(PIPELINE))

@@ -21,10 +21,9 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.make_crawl import make_crawl
 from tests import s3
 from tests.cli_run import clean_env
-from tests.cluster_nodes import Cluster, driver_dir, why_not
+from tests.cluster_nodes import Cluster, crawl_on_s3, driver_dir
 from tests.outputs import assert_same
 
 REPO = Path(__file__).resolve().parent.parent
@@ -63,14 +62,7 @@ def run_cli(cwd: Path, out: str, *args, env=None) -> subprocess.CompletedProcess
 
 @pytest.fixture(scope="module")
 def nodes(s3_server, tmp_path_factory):
-    reason = why_not()
-    if reason:
-        pytest.skip(reason)
-    s3.make_bucket(BUCKET)
-    crawl = tmp_path_factory.mktemp("crawl")
-    make_crawl(CAPTURES, crawl, per_file=CAPTURES // 2)
-    (crawl / "crawl.json").unlink()
-    s3.upload_dir(crawl, f"s3://{BUCKET}/in")
+    crawl_on_s3(tmp_path_factory, BUCKET, CAPTURES, CAPTURES // 2)
     drv = driver_dir(REPO)
     with ThreadPoolExecutor(1) as pool:  # the cluster starts while the one-node run works
         starting = pool.submit(Cluster, log_dir=tmp_path_factory.mktemp("nodes"))
