@@ -153,6 +153,12 @@ class Bench:
         assert not self.objectives["rho1_on_the_fly"].sides and self.objectives["rho1_sidecar"].sides
         assert not self.objectives["doremi_on_the_fly"].sides and self.objectives["doremi_sidecar"].sides
         self.n = 0  # steps taken by ours (drives the learning-rate schedule, as in the loop)
+        # the loss heads of race 1's ``ours`` arms (plain first), and race 4's head
+        self.heads = list(dict.fromkeys(["plain"] + [resolve_loss(h, self.device) if h == "fused" else h
+                                                     for h in args.ours_heads]))
+        if "liger" in self.heads and not liger_available():
+            sys.exit("bench_train: --ours-heads liger, but liger-kernel is not installed (the [gpu] extra)")
+        self.grow_head = "plain"
 
     def sync(self) -> None:
         if self.device == "cuda":
@@ -179,9 +185,11 @@ class Bench:
         loss.item()
         return x.numel()
 
-    def ours_step(self, objective: str, step: int) -> int:
-        """The body of train()'s loop for ``step`` (grad_accum 1, one worker); predicted tokens."""
+    def ours_step(self, objective: str, step: int, head: str = "plain") -> int:
+        """The body of train()'s loop for ``step`` (grad_accum 1, one worker) with the loss head
+        ``head`` (``fused_loss.resolve``'s names); predicted tokens."""
         obj, ds = self.objectives[objective], self.ds
+        self.model.loss = head
         for g in self.opt.param_groups:
             g["lr"] = lr_at(self.n, self.cfg)
         batch = self.sampler_for_step.batch(step)
@@ -200,9 +208,9 @@ class Bench:
         self.n += 1
         return losses.numel()
 
-    def ours_at(self, objective: str, L: int) -> int:
+    def ours_at(self, objective: str, L: int, head: str = "plain") -> int:
         self.sampler_for_step = self.sampler
-        return self.ours_step(objective, next(self.steps_at[L]))
+        return self.ours_step(objective, next(self.steps_at[L]), head)
 
     def timed(self, fn) -> tuple[float, int]:
         self.sync()
@@ -237,12 +245,22 @@ class Bench:
 
     # ---- the four races
     def throughput(self, L: int) -> dict:
-        arms = self.race({"baseline": lambda: self.baseline_step(L), "ours": lambda: self.ours_at("plain", L)},
-                         self.args.warmup, self.args.repeats)
+        """Baseline vs ours with the plain head (``ours``) and with each other head of
+        ``--ours-heads`` (``ours_<head>``), all interleaved in one race."""
+        arms = {"baseline": lambda: self.baseline_step(L)}
+        for h in self.heads:
+            arms[self.arm(h)] = (lambda h=h: self.ours_at("plain", L, h))
+        arms = self.race(arms, self.args.warmup, self.args.repeats)
         for a in arms.values():
             a["mfu"] = self.mfu(a["median_tokens_per_s"], L)
-        return {"seq_len": L, "arms": arms,
-                "ratio_ours_over_baseline": arms["ours"]["median_tokens_per_s"] / arms["baseline"]["median_tokens_per_s"]}
+        base = arms["baseline"]["median_tokens_per_s"]
+        return {"seq_len": L, "arms": arms, "heads": {self.arm(h): h for h in self.heads},
+                "ratio_ours_over_baseline": arms["ours"]["median_tokens_per_s"] / base,
+                "ratio_over_baseline": {k: v["median_tokens_per_s"] / base for k, v in arms.items() if k != "baseline"}}
+
+    @staticmethod
+    def arm(head: str) -> str:
+        return "ours" if head == "plain" else f"ours_{head}"
 
     def objective_cost(self, L: int) -> dict:
         arms = self.race({name: (lambda n=name: self.ours_at(n, L)) for name in self.objectives},
@@ -256,19 +274,20 @@ class Bench:
         grow = StepSampler(self.ds, DataConfig(tokens_per_step=a.tokens_per_step, curriculum="grow_p2",
                                                cycles=a.grow_cycles), a.grow_steps, seed=0)
         longest = max(self.ds.seq_lens)
+        head = self.grow_head
         for L in self.ds.seq_lens:  # warm-up (and, on GPU, compile) every bucket length
             for _ in range(a.warmup):
-                self.ours_at("plain", L)
+                self.ours_at("plain", L, head)
 
         def grow_step(s: int) -> int:
             self.sampler_for_step = grow
-            return self.ours_step("plain", s)
+            return self.ours_step("plain", s, head)
 
         passes = {"grow_p2": [], "packed_longest": []}
         for p in range(a.passes):
             acc = {k: [0.0, 0] for k in passes}
             for s in range(a.grow_steps):
-                pair = [("grow_p2", lambda: grow_step(s)), ("packed_longest", lambda: self.ours_at("plain", longest))]
+                pair = [("grow_p2", lambda: grow_step(s)), ("packed_longest", lambda: self.ours_at("plain", longest, head))]
                 for name, fn in (pair if (s + p) % 2 == 0 else pair[::-1]):
                     dt, n = self.timed(fn)
                     acc[name][0] += dt
@@ -279,7 +298,7 @@ class Bench:
         arms = {k: {"median_tokens_per_s": statistics.median(v), "passes": len(v), "steps_per_pass": a.grow_steps,
                     "pass_tokens_per_s": [round(x, 1) for x in v]}
                 for k, v in passes.items()}
-        return {"buckets": self.ds.seq_lens, "cycles": a.grow_cycles, "grow_schedule": lens,
+        return {"buckets": self.ds.seq_lens, "cycles": a.grow_cycles, "loss_head": head, "grow_schedule": lens,
                 "steps_per_bucket": {L: lens.count(L) for L in self.ds.seq_lens}, "arms": arms,
                 "ratio_grow_over_packed": arms["grow_p2"]["median_tokens_per_s"] / arms["packed_longest"]["median_tokens_per_s"]}
 
@@ -527,9 +546,15 @@ def loop_races(args) -> tuple[dict, dict]:
         for L in args.lengths if "throughput" in args.races else []:
             r = bench.throughput(L)
             result["throughput"].append(r)
-            print(f"[throughput] L={L}: baseline {r['arms']['baseline']['median_tokens_per_s']:,.0f} tok/s, ours "
-                  f"{r['arms']['ours']['median_tokens_per_s']:,.0f} tok/s, ratio {r['ratio_ours_over_baseline']:.3f}",
-                  file=sys.stderr)
+            print(f"[throughput] L={L}: baseline {r['arms']['baseline']['median_tokens_per_s']:,.0f} tok/s, " + ", ".join(
+                f"{k} {r['arms'][k]['median_tokens_per_s']:,.0f} tok/s ({x:.3f}x)" for k, x in r["ratio_over_baseline"].items()),
+                file=sys.stderr)
+        if args.grow_head == "best" and result["throughput"]:  # the head fastest at the longest length raced
+            last = max(result["throughput"], key=lambda r: r["seq_len"])
+            fastest = max(last["heads"], key=lambda k: last["arms"][k]["median_tokens_per_s"])
+            bench.grow_head = last["heads"][fastest]
+        elif args.grow_head != "best":
+            bench.grow_head = resolve_loss(args.grow_head, args.device) if args.grow_head == "fused" else args.grow_head
         if "objectives" in args.races:
             result["objectives"] = bench.objective_cost(args.objective_len)
             print("[objectives] step time / plain: " + "  ".join(
@@ -571,6 +596,10 @@ def main() -> None:
                     "step's tokens are split into micro-batches of this many; sizes above a step's sequences are cut)")
     ap.add_argument("--fused-heads", nargs="+", choices=["plain", "chunked", "liger", "fused"],
                     help="race 5's loss heads, plain first (default: cpu plain chunked; cuda plain fused)")
+    ap.add_argument("--ours-heads", nargs="+", choices=["plain", "chunked", "liger", "fused"], default=["plain"],
+                    help="race 1: the loss heads of ours' arms (plain always; e.g. plain fused: ours and ours_liger)")
+    ap.add_argument("--grow-head", choices=["plain", "chunked", "liger", "fused", "best"], default="plain",
+                    help="race 4's loss head (best: the ours arm fastest at race 1's longest length)")
     ap.add_argument("--curve-steps", type=int, help="race 5's correctness check: steps of the same seed per head (0: off)")
     ap.add_argument("--curve-seed", type=int, default=0)
     ap.add_argument("--out", help="result JSON (default results/train_<device>.json)")

@@ -44,15 +44,27 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 SIZES = {  # bench_train arguments and the end-to-end run, per mode
+    # GPU: ~8 minutes with compilation. Race 1 races the baseline against ours with the plain head and
+    # the fused one (Liger's when installed; our chunked head unrolls 64 chunks into the compiled
+    # graph at 65,536 tokens, left out for compile time); grow_p2 runs with whichever head was fastest at 4096. The
+    # objectives race (DoReMi / RHO-1 step cost) is left out on the GPU for time (measured before:
+    # README). The fused race: 350M at 4096, 48 sequences (196,608 tokens) a step in micro-batches of
+    # 24 or 48: about 0.84 MB a token with the logits, 0.64 without (from 124M's 30.9 GiB at 65,536
+    # tokens), so 48 should fit an H200 only without them.
     "gpu": {"bench": ["--device", "cuda", "--lengths", "1024", "4096", "--objective-len", "1024", "--repeats", "10",
-                      "--warmup", "3", "--grow-steps", "24", "--grow-cycles", "2", "--passes", "2"],
-            "fused": ["--device", "cuda", "--races", "fused", "--fused-presets", "124m", "350m", "--fused-lengths",
-                      "1024", "4096", "--micro-batch", "16", "64", "--repeats", "5", "--warmup", "2", "--curve-steps", "8"],
+                      "--warmup", "3", "--grow-steps", "24", "--grow-cycles", "2", "--passes", "2",
+                      "--races", "throughput", "grow_p2", "--ours-heads", "plain", "fused",
+                      "--grow-head", "best"],
+            "fused": ["--device", "cuda", "--races", "fused", "--fused-presets", "350m", "--fused-lengths", "4096",
+                      "--tokens-per-step", "196608", "--micro-batch", "24", "48", "--repeats", "3", "--warmup", "1",
+                      "--curve-steps", "8"],
             "train": {"preset": "124m", "vocab": 50304, "buckets": {256: 768, 512: 384, 1024: 384}, "steps": 300,
                       "tokens_per_step": 32768, "device": "cuda", "min_drop": 1.0}},
     "smoke": {"bench": ["--device", "cpu", "--preset", "tiny", "--synthetic", "--vocab", "512", "--buckets", "64", "128",
                         "--lengths", "128", "--objective-len", "128", "--tokens-per-step", "1024", "--repeats", "2",
-                        "--warmup", "1", "--grow-steps", "4", "--grow-cycles", "1", "--passes", "1", "--threads", "1"],
+                        "--warmup", "1", "--grow-steps", "4", "--grow-cycles", "1", "--passes", "1", "--threads", "1",
+                        "--races", "throughput", "objectives", "grow_p2", "--ours-heads", "plain", "fused",
+                        "--grow-head", "best"],
               "fused": ["--device", "cpu", "--races", "fused", "--fused-presets", "tiny", "--vocab", "512",
                         "--tokens-per-step", "1024", "--fused-lengths", "128", "--micro-batch", "2", "8",
                         "--repeats", "1", "--warmup", "0", "--curve-steps", "2", "--threads", "1"],
@@ -61,8 +73,9 @@ SIZES = {  # bench_train arguments and the end-to-end run, per mode
 }
 
 
-def sh(cmd: list[str], log) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
+def sh(cmd: list[str], log, **extra_env: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep),
+           **extra_env}
     p = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
     log.write(f"$ {' '.join(cmd)}\n{p.stdout}{p.stderr}\n")
     log.flush()
@@ -84,8 +97,7 @@ def gpu_tests(mode: str, tmp: str, log) -> dict:
 
 def bench(mode: str, tmp: str, log) -> dict:
     out = os.path.join(tmp, "bench_train.json")
-    p = sh([sys.executable, "benchmarks/bench_train.py", *SIZES[mode]["bench"], "--races", "throughput", "objectives",
-            "grow_p2", "--out", out], log)
+    p = sh([sys.executable, "benchmarks/bench_train.py", *SIZES[mode]["bench"], "--out", out], log)
     if p.returncode != 0:
         return {"ok": False, "error": p.stderr.strip()[-2000:]}
     return {"ok": True, **json.loads(Path(out).read_text())}
@@ -95,7 +107,10 @@ def bench_fused(mode: str, tmp: str, log) -> dict:
     """Part 3: ok when every head ran at some micro-batch of every (preset, length) and the
     curves of the same seed agree."""
     out = os.path.join(tmp, "bench_fused.json")
-    p = sh([sys.executable, "benchmarks/bench_train.py", *SIZES[mode]["fused"], "--out", out], log)
+    # expandable segments: the sweep runs near the card's memory after an out-of-memory step, and
+    # a fragmented cache would stop the head that still fits
+    p = sh([sys.executable, "benchmarks/bench_train.py", *SIZES[mode]["fused"], "--out", out], log,
+           PYTORCH_CUDA_ALLOC_CONF=os.environ.get("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True"))
     if p.returncode != 0:
         return {"ok": False, "error": p.stderr.strip()[-2000:]}
     f = json.loads(Path(out).read_text())["fused"]
@@ -146,16 +161,21 @@ def table(result: dict) -> str:
                      + (f"  {part['summary']}" if "summary" in part else ""))
     b = result["parts"].get("bench_train", {})
     if b.get("ok"):
-        lines.append("  | seq len | baseline tok/s | ours tok/s | ours/baseline | MFU base | MFU ours | peak GiB base/ours |")
+        lines.append("  | seq len | arm (loss head) | tok/s | / baseline | MFU | peak GiB |")
+        mfu = (lambda x: f"{x:.1%}" if x else "-")
         for r in b["throughput"]:
-            a, o = r["arms"]["baseline"], r["arms"]["ours"]
-            mfu = (lambda x: f"{x:.1%}" if x else "-")
-            lines.append(f"  | {r['seq_len']} | {a['median_tokens_per_s']:,.0f} | {o['median_tokens_per_s']:,.0f} | "
-                         f"{r['ratio_ours_over_baseline']:.3f} | {mfu(a['mfu'])} | {mfu(o['mfu'])} | "
-                         f"{a['peak_memory_gib']}/{o['peak_memory_gib']} |")
-        lines.append("  step time / plain: " + ", ".join(f"{k} {v:.3f}" for k, v in
-                                                         b["objectives"]["step_time_over_plain"].items()))
-        lines.append(f"  grow_p2 / packed at {max(b['grow_p2']['buckets'])}: {b['grow_p2']['ratio_grow_over_packed']:.3f}")
+            for k, a in r["arms"].items():
+                head = r.get("heads", {}).get(k, "")
+                ratio = r.get("ratio_over_baseline", {}).get(k)
+                lines.append(f"  | {r['seq_len']} | {k}{f' ({head})' if head else ''} | {a['median_tokens_per_s']:,.0f} | "
+                             f"{f'{ratio:.3f}' if ratio else '-'} | {mfu(a['mfu'])} | {a['peak_memory_gib']} |")
+        if b.get("objectives"):
+            lines.append("  step time / plain: " + ", ".join(f"{k} {v:.3f}" for k, v in
+                                                             b["objectives"]["step_time_over_plain"].items()))
+        if b.get("grow_p2"):
+            g = b["grow_p2"]
+            lines.append(f"  grow_p2 / packed at {max(g['buckets'])} ({g.get('loss_head', 'plain')} head): "
+                         f"{g['ratio_grow_over_packed']:.3f}")
     f = result["parts"].get("bench_fused", {})
     if f.get("runs"):
         lines.append("  | preset | seq len | head | best micro-batch | tok/s | MFU | peak GiB | largest that fits | / plain |")
