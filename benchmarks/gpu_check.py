@@ -4,24 +4,25 @@ cost per step, the grow_p2 curriculum against packing, the fused linear + cross-
 (``train.loss: fused``) against the plain one at 124M and 350M, and a 124M model trained end
 to end through ``datacurate train`` then ``datacurate eval``. Writes one JSON and prints a table.
 
-Parts 1, 2 and 4 were sized for at most ~8 minutes on one H100/H200 (most of it
-``torch.compile``: one graph per model and sequence length); ``bench_fused`` adds about 14
-graphs (two heads x three micro-batch shapes x two presets, and the curve check's two), not
-yet timed on a card: ``--parts`` runs any subset. ``--smoke`` runs every part on the CPU at toy sizes (seconds), so
+Timed on an NVIDIA H200 (2026-11-28): ``gpu_tests`` 48-76 s, ``bench_train`` 282 s, ``bench_fused``
+209 s, ``train_e2e`` ~126 s (an earlier run): ~9-10 minutes in all, more than one 10-minute
+device call holds with a machine's start, so run ``--parts bench_train bench_fused gpu_tests``
+in one call and ``--parts train_e2e`` in the next. ``--smoke`` runs every part on the CPU at toy sizes (seconds), so
 the script is kept working on machines without a GPU; ``tests/test_gpu_check.py`` runs it.
 
 Parts (each recorded with its wall time; a part that fails is recorded with its error and the
 rest still run, and the exit status is 1):
 
 1. ``pytest -m gpu tests/train/test_gpu.py`` (skipped on CPU);
-2. ``benchmarks/bench_train.py``: throughput at 1024 and 4096 (tokens/s, MFU, peak memory,
-   ours over the baseline measured in the same process), the DoReMi proxy and RHO-1 step
-   cost over a plain step, grow_p2 over buckets 256..4096 against every step at 4096;
+2. ``benchmarks/bench_train.py``: throughput at 1024 and 4096 (tokens/s, MFU, peak memory of
+   the baseline and of ours with the plain and the fused head, measured in the same process),
+   grow_p2 over buckets 256..4096 against every step at 4096 with the faster head; on CPU also
+   the DoReMi proxy and RHO-1 step cost over a plain step (left out on the GPU for time);
 3. ``benchmarks/bench_train.py --races fused`` (``bench_fused``): the plain and the fused head
-   (Liger Kernel's when its wheel is installed, else our chunked one) at 1024 and 4096, 124M and
-   350M, 65,536 tokens a step split into micro-batches of 16 or 64 sequences (the best of each
-   head: tokens/s, MFU, peak memory, the largest micro-batch that fits), and the correctness
-   check: the same seed's first 8 steps through each head within bf16 tolerance (3e-2);
+   (Liger Kernel's when its wheel is installed, else our chunked one) at 350M and 4096, 48
+   sequences a step in micro-batches of 24 or 48 (tokens/s, MFU, peak memory, the largest
+   micro-batch that fits), and the correctness check: the same seed's first 8 steps through
+   each head within bf16 tolerance (3e-2);
 4. ``datacurate train`` of the 124M preset on synthetic order-1 Markov shards (50,304-token
    vocabulary, 4 successors per token: a model can learn it, so the loss must fall far
    below its start), then ``datacurate eval`` of the checkpoint it wrote.

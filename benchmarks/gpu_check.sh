@@ -13,7 +13,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 PY="${PYTHON:-$( [ -x .venv/bin/python ] && echo .venv/bin/python || echo python3 )}"
 missing() {
-  "$PY" -c "import orjson, zstandard, yaml" 2>/dev/null || return 0
+  "$PY" -c "import orjson, zstandard, yaml, webencodings" 2>/dev/null || return 0
   ls .whl/liger_kernel-*.whl >/dev/null 2>&1 || return 1
   "$PY" -c "import sys, torch; sys.exit(not torch.cuda.is_available())" 2>/dev/null || return 1  # CPU: no Liger
   ! "$PY" -c "import liger_kernel" 2>/dev/null

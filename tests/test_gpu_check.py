@@ -21,7 +21,10 @@ def test_gpu_check_smoke_runs_every_part(tmp_path):
     assert all(part["ok"] for part in parts.values()), parts
     assert parts["gpu_tests"]["skipped"] == 8  # no CUDA here: every gpu test collected, then skipped
     b = parts["bench_train"]
-    assert b["throughput"][0]["ratio_ours_over_baseline"] > 0
+    r1 = b["throughput"][0]  # race 1: the baseline, ours with the plain head and with the fused one (chunked on CPU)
+    assert r1["heads"] == {"ours": "plain", "ours_chunked": "chunked"} and set(r1["arms"]) == {"baseline", "ours", "ours_chunked"}
+    assert r1["ratio_ours_over_baseline"] > 0 and set(r1["ratio_over_baseline"]) == {"ours", "ours_chunked"}
+    assert b["grow_p2"]["loss_head"] in ("plain", "chunked")  # --grow-head best: the faster of the two at 128
     assert set(b["objectives"]["step_time_over_plain"]) == {"rho1_on_the_fly", "rho1_sidecar", "doremi_on_the_fly",
                                                             "doremi_sidecar"}
     f = parts["bench_fused"]  # the loss heads: plain vs our chunked one (no Liger on CPU)
@@ -32,4 +35,4 @@ def test_gpu_check_smoke_runs_every_part(tmp_path):
     assert all(r["tokens_per_s"] > 0 and r["peak_memory_gib"] >= 0 for r in run["sweep"])
     t = parts["train_e2e"]
     assert t["steps"] == 12 and t["loss_last10_mean"] < t["loss_first"] and set(t["cli_eval"]) == {"all", "a", "b"}
-    assert "ours/baseline" in p.stdout and "train tiny: 12 steps" in p.stdout and "fused vs plain" in p.stdout
+    assert "ours_chunked (chunked)" in p.stdout and "train tiny: 12 steps" in p.stdout and "fused vs plain" in p.stdout
