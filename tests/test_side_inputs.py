@@ -56,3 +56,37 @@ def test_side_inputs_staged_on_a_shared_file_system(tmp_path, monkeypatch):
     url, = stage_side_inputs(cfg.stages, str(tmp_path / "out" / "_work"))
     assert url.startswith(str(tmp_path / "out" / "_work" / "side")) and (Path(url) / "blogs" / "urls").is_file()
     assert build_stages(cfg.stages)[0].blocklist.categories == ["blogs", "shopping"]
+
+
+def test_benchmarks_and_a_saved_filter_are_staged(tmp_path, monkeypatch):
+    """decontaminate's benchmarks (a list with a glob, or {name: glob}) and exact_dedup's
+    load_filter are read on whichever node runs the global phases: they are staged too, and
+    the index built from the copies equals the one built from the driver's files."""
+    from datacurate.stages.decontaminate import build_index
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "bench").mkdir()
+    shutil.copy(REPO / "sample_data" / "benchmarks" / "brown_reading.jsonl", tmp_path / "bench" / "reading.jsonl")
+    lines = (tmp_path / "bench" / "reading.jsonl").read_text().splitlines()
+    (tmp_path / "bench" / "half.jsonl").write_text("\n".join(lines[: len(lines) // 2]) + "\n")
+    (tmp_path / "flt").mkdir()
+    (tmp_path / "flt" / "filter.json").write_text('{"num_shards": 1}')
+    head = f"input: {{path: x.jsonl}}\noutput: {tmp_path / 'out'}\nstages:\n"
+    (tmp_path / "p.yaml").write_text(head + "  - exact_dedup: {load_filter: flt}\n"
+                                     "  - decontaminate: {benchmarks: ['bench/*.jsonl']}\n")
+    (tmp_path / "q.yaml").write_text(head + "  - decontaminate: {benchmarks: {all: 'bench/*.jsonl'}}\n")
+    cfg, cfg2 = load_config(str(tmp_path / "p.yaml")), load_config(str(tmp_path / "q.yaml"))
+    stages = cfg.stages + cfg2.stages
+    before = [build_index(s.config) for s in stages[1:]]
+    urls = stage_side_inputs(stages, str(tmp_path / "out" / "_work"))
+    side = str(tmp_path / "out" / "_work" / "side")
+    assert len(urls) == 4 and all(u.startswith(side) for u in urls), urls
+    assert stages[0].config.load_filter.startswith(side) and stages[0].config.load_filter.endswith("/flt")
+    listed, mapped = stages[1].config.benchmarks, stages[2].config.benchmarks
+    assert [Path(u).name for u in listed] == ["half.jsonl", "reading.jsonl"] and set(mapped) == {"all"}
+    shutil.rmtree(tmp_path / "bench")  # a worker node has none of the driver's files
+    shutil.rmtree(tmp_path / "flt")
+    assert (Path(stages[0].config.load_filter) / "filter.json").is_file()
+    after = [build_index(s.config) for s in stages[1:]]
+    for a, b in zip(before, after):
+        assert a.names == b.names and a.rec_ids == b.rec_ids and (a.keys == b.keys).all() and (a.rec == b.rec).all()

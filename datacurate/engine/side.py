@@ -1,5 +1,6 @@
 """Side inputs on a cluster: the files a pipeline names besides its input (blocklists, model
-files and their cards, word lists, a tokenizer, DSIR's target, a mixture file).
+files and their cards, word lists, a tokenizer, DSIR's target, a mixture file, the benchmarks
+decontamination indexes, a saved exact-dedup filter to dedup against).
 
 A stage builds itself on whichever node runs its task, so a path that exists only on the
 driver's machine (``sample_data/blocklist``, resolved against the driver's working
@@ -10,12 +11,15 @@ already writes) and the run's configuration names that copy; a worker building a
 downloads the copies it names into its own cache (:func:`localize`), so each node reads
 them from the output file system (the shipped defaults it reads from its own install).
 The copy keeps the file's folder name, its name and the files beside it with the same
-stem (a model's ``.json`` card), so blocklist categories and model cards read as before.
+stem (a model's ``.json`` card), so blocklist categories and model cards read as before. A
+local glob is expanded on the driver: in a list, each match becomes an entry; as a
+``{name: glob}`` value, the matches are copied into one folder (a folder is one benchmark).
 """
 
 from __future__ import annotations
 
 import copy
+import glob
 import hashlib
 import os
 import posixpath
@@ -33,6 +37,8 @@ SIDE = {
     "tokenize": ("tokenizer",),
     "dsir": ("target.path",),
     "decompose": ("mixture_file",),
+    "decontaminate": ("benchmarks",),  # files, folders or globs; a list or a {name: path} mapping
+    "exact_dedup": ("load_filter",),  # a saved filter's folder, read by the filter actors on any node
 }
 LOCAL = {("url_filter", "blocklist"), ("langid", "model"), ("quality", "model"), ("toxicity", "classifier.model"),
          ("toxicity", "wordlist.lists")}
@@ -68,10 +74,8 @@ def _files(p: Path) -> list[tuple[Path, str]]:
             if f.is_file() and (f == p or f.name.startswith(p.stem + "."))]
 
 
-def _upload(local: str, root: str) -> str:
-    """Copy a local side input under ``root``/<its content's hash>; its URL there."""
-    p = Path(local).resolve()
-    files = _files(p)
+def _put(files: list[tuple[Path, str]], root: str) -> str:
+    """Copy ``files`` ((file, path under the copy)) under ``root``/<their content's hash>; that folder's URL."""
     h = hashlib.sha256()
     for f, rel in files:
         h.update(rel.encode() + b"\0" + hashlib.sha256(f.read_bytes()).digest())
@@ -81,22 +85,63 @@ def _upload(local: str, root: str) -> str:
         if not storage.is_remote(dst):  # an output on a shared file system
             os.makedirs(os.path.dirname(dst), exist_ok=True)
         storage.put_file(str(f), dst)
+    return base
+
+
+def _upload(local: str, root: str) -> str:
+    """Copy a local side input under ``root``/<its content's hash>; its URL there."""
+    p = Path(local).resolve()
+    base = _put(_files(p), root)
     return storage.join(base, p.name) if p.is_dir() else storage.join(base, p.parent.name or "_", p.name)
+
+
+def _upload_glob(pattern: str, root: str, many: bool) -> list[str] | str | None:
+    """A local glob's matches copied under ``root``: one URL per file (``many``: an entry of a
+    list), or one folder holding every match under its own name (a ``{name: glob}`` value:
+    a folder reads as one benchmark); None when nothing matches (the stage's own error)."""
+    matches = sorted(Path(m).resolve() for m in glob.glob(pattern, recursive=True) if os.path.isfile(m))
+    if not matches:
+        return None
+    if many:
+        return [_upload(str(m), root) for m in matches]
+    names = [m.name for m in matches]
+    if len(set(names)) < len(names):  # a**/ glob over folders with equal file names: keep one file each
+        return [_upload(str(m), root) for m in matches]
+    return storage.join(_put([(m, f"_glob/{m.name}") for m in matches], root), "_glob")
 
 
 def stage_side_inputs(stages: list, work: str) -> list[str]:
     """Copy the local side inputs named by ``stages`` (StageSpecs, changed in place) into
     ``work``/side and point the configuration at the copies; the URLs written."""
     root, done = storage.join(work, SIDE_DIR), []
+
+    def one(v, many: bool):
+        if not isinstance(v, str) or storage.is_remote(v):
+            return v
+        if os.path.exists(v):
+            v = _upload(v, root)
+        elif glob.has_magic(v):
+            staged = _upload_glob(v, root, many)
+            if staged is None:
+                return v  # matches nothing: the stage's own one-line error
+            v = staged
+        else:
+            return v  # a missing path: the stage's own one-line error
+        done.extend(v if isinstance(v, list) else [v])
+        return v
+
     for spec, dotted, value in list(_each(stages)):
-        many = isinstance(value, (list, tuple))
-        new = []
-        for v in (value if many else [value]):
-            if not storage.is_remote(v) and os.path.exists(v):  # globs and missing paths: the stage's own error
-                v = _upload(v, root)
-                done.append(v)
-            new.append(v)
-        _set(spec.config, dotted, new if many else new[0])
+        if isinstance(value, dict):  # {name: path}
+            new = {k: one(v, False) for k, v in value.items()}
+        elif isinstance(value, (list, tuple)):
+            new = []
+            for v in value:
+                r = one(v, True)
+                new.extend(r if isinstance(r, list) else [r])
+        else:
+            new = one(value, False)
+            new = new[0] if isinstance(new, list) and len(new) == 1 else new
+        _set(spec.config, dotted, new)
     return done
 
 
