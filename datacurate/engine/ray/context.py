@@ -67,9 +67,20 @@ class RayContext(Context):
         return out
 
     def actors(self, cls: type, args: Sequence[tuple]) -> list[ActorRef]:
-        """One actor of ``cls(*a)`` per entry of ``args`` (no CPU reserved: they hold state)."""
+        """One actor of ``cls(*a)`` per entry of ``args`` (no CPU reserved: they hold state),
+        placed round-robin over the nodes that run tasks (those with CPUs), not on a head
+        started with none for the driver: a Bloom filter's memory goes where the work is, and
+        with one actor per node a lost node takes a known share of them. ``soft``: a node
+        gone by then leaves the actor to any other."""
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        nodes = sorted(n["NodeID"] for n in ray.nodes() if n.get("Alive") and n.get("Resources", {}).get("CPU", 0) > 0)
         remote = ray.remote(num_cpus=0)(cls)
-        return [ActorRef(remote.remote(*a), f"{self.stage}'s {cls.__name__} actor {i}") for i, a in enumerate(args)]
+        refs = []
+        for i, a in enumerate(args):
+            opts = {"scheduling_strategy": NodeAffinitySchedulingStrategy(nodes[i % len(nodes)], soft=True)} if nodes else {}
+            refs.append(ActorRef(remote.options(**opts).remote(*a), f"{self.stage}'s {cls.__name__} actor {i}"))
+        return refs
 
     def release(self, actors: Sequence[ActorRef]) -> None:
         for a in actors:
