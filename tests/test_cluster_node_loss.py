@@ -5,8 +5,9 @@ dedup's keys phase (its Bloom-filter actors made, not yet fed), during near dedu
 shuffle (its edges groupby) and during DSIR's weigh phase. A fault point (``wait``, armed in
 the nodes' environment, datacurate/phases/faults.py) holds the first task of each phase
 until the node running it is killed, so the kill lands inside the phase every time (in
-exact dedup after its filter actors are made and before they are fed: in the runs here the
-node lost held one of them, and the run stopped with one line naming it). A
+exact dedup after its filter actors are made and before they are fed: its two actors are
+placed one on each worker node (RayContext.actors), so the node lost holds one of them, and
+the run stops with one line naming it). A
 fresh worker node joins after each loss. The run either finishes, or stops with one line
 and ``--resume`` (on the nodes left) finishes it; the outputs equal a clean local run's.
 Then the driver is SIGKILLed as near dedup starts, and ``--resume`` from another process
