@@ -9,7 +9,10 @@ its own URL; ``response`` records with the HTTP header, as Common Crawl writes t
   settings: the baseline of the 5x target);
 * ``run:<engine>``: ``datacurate run`` of ``stages: [extract: {engine: ...}]`` (``ray.num_cpus
   = 1``), as a user runs it: our WARC reader, Ray's start-up and workers, the stage's
-  sandbox child, the Parquet writers.
+  sandbox child, the Parquet writers;
+* ``before:<engine>`` (with ``--before DIR``): the same run of another checkout of
+  datacurate (e.g. ``git archive <commit> | tar -x -C DIR``), side by side in the same
+  session: a change's effect on a run's cost, measured under the same load.
 
 CPU seconds: each arm starts inside a cgroup v1 ``cpuacct`` group of its own (root only:
 ``/sys/fs/cgroup/cpuacct``), and its ``cpuacct.usage`` is read after, so Ray's daemons and
@@ -37,7 +40,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 CGROUP = Path("/sys/fs/cgroup/cpuacct")
-ARMS = ["loop:trafilatura", "loop:native", "run:native", "run:resiliparse"]
+ARMS = ["loop:trafilatura", "loop:native", "run:native", "run:trafilatura"]
 
 
 def loop(warc: Path, engine: str) -> int:
@@ -55,6 +58,12 @@ def loop(warc: Path, engine: str) -> int:
             html = rec.reader.read().decode("utf-8", "replace")
             n += bool(extract(html, engine, opts)[0].strip())
     return n
+
+
+def _commit(root: Path) -> str | None:
+    """The git commit of a checkout (None for an exported tree without .git)."""
+    p = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    return p.stdout.strip() if p.returncode == 0 and (root / ".git").exists() else None
 
 
 def measure(cmd: list[str], name: str, env: dict) -> dict:
@@ -94,6 +103,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, nargs="+", default=[1, 4],
                     help="copies of each page in the WARC; two sizes give the run's fixed and per-page cost")
     ap.add_argument("--arms", nargs="*", default=ARMS)
+    ap.add_argument("--before", type=Path, help="another checkout of datacurate: its runs become before:<engine> arms")
     ap.add_argument("--loop", help=argparse.SUPPRESS)
     ap.add_argument("--warc", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "extract_run.json")
@@ -112,14 +122,18 @@ def main() -> None:
     if args.trafilatura_tests:
         pages.update({f"trafilatura/{i}": v for i, v in enumerate(load_trafilatura_eval(args.trafilatura_tests).values())})
     env = dict(os.environ, PYTHONPATH=str(ROOT), RAY_AUTH_MODE="disabled")
-    res: dict = {"distinct_pages": len(pages), "loadavg_start": open("/proc/loadavg").read().split()[:3], "sizes": {}}
+    arms = list(args.arms)
+    if args.before:
+        arms += [a.replace("run:", "before:") for a in args.arms if a.startswith("run:")]
+    res: dict = {"distinct_pages": len(pages), "loadavg_start": open("/proc/loadavg").read().split()[:3], "sizes": {},
+                 "commit": _commit(ROOT), "before_commit": _commit(args.before) if args.before else None}
     with tempfile.TemporaryDirectory(prefix="bench_extract_run_") as tmp:
         env["RAY_TMPDIR"] = str(Path(tmp) / "ray")
         for rep in args.repeat:
             warc = Path(tmp) / f"pages_x{rep}.warc.gz"
             n = build_warc(pages, rep, warc)
             size = res["sizes"][str(rep)] = {"records": n, "warc_bytes": warc.stat().st_size, "arms": {}}
-            for arm in args.arms:
+            for arm in arms:
                 kind, engine = arm.split(":")
                 if kind == "loop" and rep != args.repeat[0]:
                     continue  # a loop's rate does not depend on the WARC's size
@@ -131,10 +145,17 @@ def main() -> None:
                     pipe.write_text(yaml.safe_dump({"input": {"path": str(warc)}, "output": str(out),
                                                     "ray": {"num_cpus": 1}, "stages": [{"extract": {"engine": engine}}]}))
                     cmd = [sys.executable, "-m", "datacurate.cli", "run", str(pipe), "--quiet", "--no-report"]
-                r = measure(cmd, f"{arm}_x{rep}", env)
+                    if kind == "before":
+                        out = Path(tmp) / f"out_before_{engine}_x{rep}"
+                        pipe = Path(tmp) / f"before_{engine}.yaml"
+                        pipe.write_text(yaml.safe_dump({"input": {"path": str(warc)}, "output": str(out),
+                                                        "ray": {"num_cpus": 1}, "stages": [{"extract": {"engine": engine}}]}))
+                        cmd[-3] = str(pipe)
+                root = args.before if kind == "before" else ROOT
+                r = measure(cmd, f"{arm}_x{rep}", dict(env, PYTHONPATH=str(root)))
                 if "cpu_s" in r:
                     r["pages_per_cpu_s"] = round(n / r["cpu_s"], 1)
-                if kind == "run" and "cpu_s" in r:
+                if kind in ("run", "before") and "cpu_s" in r:
                     stats = json.loads((out / "stats.json").read_text())
                     r["kept"], r["rejected"] = stats["totals"]["kept"], stats["totals"].get("rejected")
                 size["arms"][arm] = r
@@ -151,7 +172,7 @@ def main() -> None:
             res["marginal"] = {}
             for arm in a["arms"]:
                 ra, rb = a["arms"][arm], b["arms"].get(arm, {})
-                if arm.startswith("run:") and "cpu_s" in ra and "cpu_s" in rb and rb["cpu_s"] > ra["cpu_s"]:
+                if not arm.startswith("loop:") and "cpu_s" in ra and "cpu_s" in rb and rb["cpu_s"] > ra["cpu_s"]:
                     per_page = (rb["cpu_s"] - ra["cpu_s"]) / (b["records"] - a["records"])
                     res["marginal"][arm] = {"fixed_cpu_s": round(ra["cpu_s"] - per_page * a["records"], 1),
                                             "pages_per_cpu_s": round(1 / per_page, 1),
