@@ -66,20 +66,62 @@ def _commit(root: Path) -> str | None:
     return p.stdout.strip() if p.returncode == 0 and (root / ".git").exists() else None
 
 
+def _process_name(pid: str) -> str | None:
+    """A process's short name: Ray's title (``ray::IDLE``, ``ray::DashboardAgent``), else
+    its program or module (``raylet``, ``log_monitor.py``, ``datacurate.text.sandbox``)."""
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
+    except OSError:
+        return None
+    if not argv or not argv[0]:
+        return None
+    if argv[0].startswith("ray::"):
+        return argv[0].split()[0]
+    args = [a for a in argv[1:] if a and not a.startswith("-")]
+    if "-m" in argv:
+        return argv[argv.index("-m") + 1]
+    return Path(args[0] if Path(argv[0]).name.startswith("python") and args else argv[0]).name
+
+
+def _poll(group: Path, seen: dict) -> None:
+    """Each process's user + system CPU seconds now (its last reading counts: read just
+    before it exits, to 1/20 s), by pid, with its name."""
+    tick = os.sysconf("SC_CLK_TCK")
+    for pid in (group / "cgroup.procs").read_text().split():
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2:].split()
+        name = _process_name(pid) or seen.get(pid, (None, 0))[0]
+        seen[pid] = (name, (int(fields[11]) + int(fields[12])) / tick)
+
+
 def measure(cmd: list[str], name: str, env: dict) -> dict:
-    """Run ``cmd``; CPU seconds of every process it started (cgroup), wall seconds."""
+    """Run ``cmd``; CPU seconds of every process it started (cgroup), wall seconds, and
+    (cgroup only) the CPU seconds of its processes by name, polled 20 times a second."""
     group = CGROUP / f"bench_extract_{os.getpid()}_{name.replace(':', '_')}"
     use_cgroup = os.geteuid() == 0 and CGROUP.is_dir()
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
+    seen: dict = {}
     if use_cgroup:
         group.mkdir()
         cmd = ["sh", "-c", f'echo $$ > {group}/cgroup.procs && exec "$@"', "sh", *cmd]
-    p = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tempfile.gettempdir())
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        p = subprocess.Popen(cmd, stdout=out, stderr=err, text=True, env=env, cwd=tempfile.gettempdir())
+        while p.poll() is None:
+            if use_cgroup:
+                _poll(group, seen)
+            time.sleep(0.05)
+        out.seek(0), err.seek(0)
+        stdout, stderr = out.read(), err.read()
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    processes: dict = {}
     if use_cgroup:
         time.sleep(1.0)  # Ray's daemons exit after the driver
+        _poll(group, seen)
         cpu = int((group / "cpuacct.usage").read_text()) / 1e9
         for pid in (group / "cgroup.procs").read_text().split():  # stragglers of the run: ours to end
             try:
@@ -88,12 +130,18 @@ def measure(cmd: list[str], name: str, env: dict) -> dict:
                 pass
         time.sleep(0.5)
         group.rmdir()
+        for pname, sec in seen.values():
+            processes[pname or "?"] = round(processes.get(pname or "?", 0.0) + sec, 2)
+        processes = dict(sorted(processes.items(), key=lambda kv: -kv[1]))
     else:
         cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     if p.returncode:
-        return {"error": p.stderr.strip().splitlines()[-3:]}
-    return {"cpu_s": round(cpu, 2), "wall_s": round(wall, 2), "cpu_source": "cgroup" if use_cgroup else "rusage",
-            "stdout_tail": p.stdout.strip().splitlines()[-1:]}
+        return {"error": stderr.strip().splitlines()[-3:]}
+    res = {"cpu_s": round(cpu, 2), "wall_s": round(wall, 2), "cpu_source": "cgroup" if use_cgroup else "rusage",
+           "stdout_tail": stdout.strip().splitlines()[-1:]}
+    if processes:
+        res["processes"] = processes
+    return res
 
 
 def main() -> None:

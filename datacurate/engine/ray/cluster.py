@@ -116,8 +116,8 @@ def _init(ray, cfg: RayConfig) -> bool:
         # processes that spill and restore objects: Ray's default of 4 costs 0.1-0.3 GB
         # each; one spilled 2.2 GB at 474 MiB/s in the 1M-document run (4: 313 MiB/s)
         _system_config={"max_io_workers": max(1, (cfg.num_cpus or os.cpu_count() or 1) // 4)},
-        # off unless asked for (ray.dashboard): the web UI's modules cost ~1 CPU-s of
-        # start-up a run; Ray still starts its minimal head process and node agents
+        # off unless asked for (ray.dashboard): the web UI's head modules, a process each,
+        # cost a run ~4 CPU-s; Ray still starts its minimal head process and node agents
         include_dashboard=cfg.dashboard,
         **kwargs,
     )
