@@ -1,5 +1,6 @@
 """``RayContext``: the :class:`datacurate.phases.context.Context` of a global stage run on
-Ray: per-file tasks and reads as Ray Data tasks, groupbys / joins / sorts as
+Ray: per-file tasks as plain Ray tasks (:mod:`datacurate.engine.ray.tasks`), reads as Ray
+Data tasks (they feed its groupbys), groupbys / joins / sorts as
 :class:`datacurate.engine.ray.data.Data`, stateful workers as Ray actors."""
 
 from __future__ import annotations
