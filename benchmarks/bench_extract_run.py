@@ -10,6 +10,9 @@ its own URL; ``response`` records with the HTTP header, as Common Crawl writes t
 * ``run:<engine>``: ``datacurate run`` of ``stages: [extract: {engine: ...}]`` (``ray.num_cpus
   = 1``), as a user runs it: our WARC reader, Ray's start-up and workers, the stage's
   sandbox child, the Parquet writers;
+* ``noray:<engine>``: the same read task through the Ray-free functions a worker runs
+  (``engine/process.py``), in one process with its sandbox child: not a datacurate
+  command, a measure of what a one-machine run would cost without Ray;
 * ``before:<engine>`` (with ``--before DIR``): the same run of another checkout of
   datacurate (e.g. ``git archive <commit> | tar -x -C DIR``), side by side in the same
   session: a change's effect on a run's cost, measured under the same load.
@@ -58,6 +61,23 @@ def loop(warc: Path, engine: str) -> int:
             html = rec.reader.read().decode("utf-8", "replace")
             n += bool(extract(html, engine, opts)[0].strip())
     return n
+
+
+def noray(pipeline: Path) -> int:
+    """A run's work without Ray: the read tasks through the Ray-free functions a Ray worker
+    calls (``engine/process.py``: read -> stages -> Parquet parts, the sandbox child
+    included), one after another in this process; no journal, swap or stats.json. Not a
+    datacurate command: what a one-machine run would cost with no Ray at all."""
+    sys.path.insert(0, str(ROOT))
+    from datacurate.configs.pipeline import load_config
+    from datacurate.engine.process import build_stages, curate_task, reserved_columns, segments_of
+    from datacurate.formats.io import plan_reads
+
+    cfg = load_config(str(pipeline))
+    seg = segments_of(cfg)[0]
+    stages = build_stages(seg.maps)
+    tasks = plan_reads(cfg.input, reserved=reserved_columns(cfg.stages))
+    return sum(curate_task(t.to_dict(), cfg, seg, stages)["read"] for t in tasks)
 
 
 def _commit(root: Path) -> str | None:
@@ -154,12 +174,16 @@ def main() -> None:
     ap.add_argument("--before", type=Path, help="another checkout of datacurate: its runs become before:<engine> arms")
     ap.add_argument("--loop", help=argparse.SUPPRESS)
     ap.add_argument("--warc", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument("--noray", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "extract_run.json")
     args = ap.parse_args()
     if args.loop:
         import _common  # noqa: F401  (one core, one thread)
 
         print(loop(args.warc, args.loop))
+        return
+    if args.noray:
+        print(noray(args.noray))
         return
     sys.path.insert(0, str(ROOT / "benchmarks"))
     import yaml
@@ -188,17 +212,13 @@ def main() -> None:
                 if kind == "loop":
                     cmd = [sys.executable, str(Path(__file__).resolve()), "--loop", engine, "--warc", str(warc)]
                 else:
-                    out = Path(tmp) / f"out_{engine}_x{rep}"
-                    pipe = Path(tmp) / f"{engine}.yaml"
+                    out = Path(tmp) / f"out_{kind}_{engine}_x{rep}"
+                    pipe = Path(tmp) / f"{kind}_{engine}.yaml"
                     pipe.write_text(yaml.safe_dump({"input": {"path": str(warc)}, "output": str(out),
                                                     "ray": {"num_cpus": 1}, "stages": [{"extract": {"engine": engine}}]}))
                     cmd = [sys.executable, "-m", "datacurate.cli", "run", str(pipe), "--quiet", "--no-report"]
-                    if kind == "before":
-                        out = Path(tmp) / f"out_before_{engine}_x{rep}"
-                        pipe = Path(tmp) / f"before_{engine}.yaml"
-                        pipe.write_text(yaml.safe_dump({"input": {"path": str(warc)}, "output": str(out),
-                                                        "ray": {"num_cpus": 1}, "stages": [{"extract": {"engine": engine}}]}))
-                        cmd[-3] = str(pipe)
+                    if kind == "noray":
+                        cmd = [sys.executable, str(Path(__file__).resolve()), "--noray", str(pipe)]
                 root = args.before if kind == "before" else ROOT
                 r = measure(cmd, f"{arm}_x{rep}", dict(env, PYTHONPATH=str(root)))
                 if "cpu_s" in r:
