@@ -78,7 +78,7 @@ def load_trafilatura_eval(tests: Path) -> dict[str, tuple[str, dict]]:
         for sub in ("cache", "eval"):
             path = Path(tests) / sub / item["file"]
             if path.is_file():
-                out[url] = (decode(path.read_bytes(), None, "text/html", invalid="replace")[0], item)
+                out[url] = (decode(path.read_bytes(), None, "text/html")[0], item)
                 break
     return out
 

@@ -18,8 +18,6 @@ from datacurate.core.errors import Interrupted, RunStopped, doing, explain, now_
 from datacurate.formats.io import InputError
 from datacurate.registry import STAGES
 from datacurate.formats.storage import StorageError
-from datacurate.train.checkpoint import CheckpointError
-from datacurate.train.data import ShardError
 from datacurate.configs.train import DoremiRunConfig, TrainConfig, load_train_config
 
 
@@ -415,7 +413,7 @@ def main(argv: list[str] | None = None) -> int:
     except RunStopped as e:  # a run that had started: journaled, --resume continues it
         _say(str(e), args.debug)
         return e.exit_code
-    except (ConfigError, InputError, FileNotFoundError, ShardError, CheckpointError, StorageError) as e:
+    except _users_to_fix() as e:
         _say(str(e), args.debug, log=False)  # the user's to fix: the line says what
         return 2
     except Exception as e:  # noqa: BLE001 - operational errors in one line; a bug keeps its traceback
@@ -430,6 +428,17 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def _users_to_fix() -> tuple[type, ...]:
+    """The errors a command reports as one line with exit code 2: the training ones only
+    when their modules were imported (they import torch, ~2.7 CPU-seconds that ``run``,
+    ``stages`` and ``report`` never need; an error of a module never imported was not raised)."""
+    found = [ConfigError, InputError, FileNotFoundError, StorageError]
+    for module, name in (("datacurate.train.checkpoint", "CheckpointError"), ("datacurate.train.data", "ShardError")):
+        if module in sys.modules:
+            found.append(getattr(sys.modules[module], name))
+    return tuple(found)
 
 
 def _catch_interrupts() -> dict:

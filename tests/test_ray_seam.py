@@ -2,6 +2,7 @@
 import contract in pyproject.toml says so and fails when a module elsewhere imports it,
 and the package's ``__init__`` loads no Ray (the CLI imports the supervisor from it)."""
 
+import json
 import os
 import re
 import shutil
@@ -47,11 +48,40 @@ def test_the_clis_sigterm_handler_survives_rays_start_and_shutdown():
             "cluster.shutdown()\n"
             "os.kill(os.getpid(), signal.SIGTERM)\n"
             "signal.pause()\n")
+    res = _python_with_private_ray(code)
+    assert res.returncode == 7, (res.returncode, res.stderr[-2000:])
+
+
+def test_a_map_only_run_starts_no_ray_data_and_no_torch(tmp_path):
+    """What a run pays before its first page (benchmarks/README.md, ``bench_extract_run.py``):
+    a pipeline of map stages runs its read tasks as plain Ray tasks (engine/ray/tasks.py), so
+    the driver never imports Ray Data (nor starts its two actors and executor), and torch,
+    which only ``train:`` / ``doremi:`` need, is never imported; the outputs are a run's."""
+    out, pipeline = tmp_path / "out", tmp_path / "pipeline.yaml"
+    pipeline.write_text(json.dumps({"input": {"path": str(ROOT / "sample_data" / "corpus" / "news.jsonl"),
+                                              "chunk_bytes": 20_000},
+                                    "output": str(out), "ray": {"num_cpus": 1}, "stages": [{"heuristics": {}}]}))
+    code = ("import json, sys\n"
+            "from datacurate.cli import main\n"
+            f"rc = main(['run', {str(pipeline)!r}, '--no-report', '--quiet'])\n"
+            "print(json.dumps({'rc': rc, 'ray': 'ray' in sys.modules, 'ray.data': 'ray.data' in sys.modules,\n"
+            "                  'torch': 'torch' in sys.modules}))\n")
+    res = _python_with_private_ray(code)
+    assert res.returncode == 0, res.stderr[-3000:]
+    seen = json.loads(res.stdout.strip().splitlines()[-1])
+    assert seen == {"rc": 0, "ray": True, "ray.data": False, "torch": False}, seen
+    stats = json.loads((out / "stats.json").read_text())
+    assert stats["totals"]["read_tasks"] > 1 and stats["totals"]["accounted"], stats["totals"]
+    assert stats["totals"]["kept"] + stats["totals"]["rejected"] == stats["totals"]["read"] > 0
+
+
+def _python_with_private_ray(code: str) -> subprocess.CompletedProcess:
+    """``python -c code`` in this checkout, where a Ray it starts is private (no inherited
+    cluster address, a temporary directory of its own)."""
     env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
     temp = tempfile.mkdtemp(prefix="rs", dir="/tmp")  # short: Ray's socket paths must fit 107 bytes
     try:
-        res = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300,
-                             env=dict(env, RAY_AUTH_MODE="disabled", RAY_TMPDIR=temp))
+        return subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=600,
+                              env=dict(env, RAY_AUTH_MODE="disabled", RAY_TMPDIR=temp))
     finally:
         shutil.rmtree(temp, ignore_errors=True)
-    assert res.returncode == 7, (res.returncode, res.stderr[-2000:])

@@ -38,6 +38,8 @@ class RayConfig:
     num_cpus: Optional[int] = opt(None, "local Ray only; None = all cores")
     object_store_memory_mb: Optional[int] = opt(None, "local Ray only; None: 512 MiB per CPU")
     progress: bool = opt(True, "Ray Data progress bars and the live funnel line")
+    dashboard: bool = opt(False, "local Ray only: start Ray's dashboard (http://127.0.0.1:8265); "
+                           "it costs a run ~4 CPU-s of start-up (its head modules, a process each)")
     small_input_docs: int = opt(20_000, "a global stage whose input holds fewer documents runs all its phases in one "
                                 "task (same output; a Ray Data groupby or join costs seconds however small); 0: never")
 

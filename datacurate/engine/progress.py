@@ -23,7 +23,8 @@ def eta(seconds: float | None) -> str:
 
 
 class Progress:
-    def __init__(self, enabled: bool, log=None, stream=sys.stderr, every: float = 2.0):
+    def __init__(self, enabled: bool, log=None, stream=None, every: float = 2.0):
+        stream = sys.stderr if stream is None else stream  # now's: not the one the module first saw
         self.enabled, self.stream, self.every = enabled, stream, every
         self.log = log or (lambda m: print(m, file=stream, flush=True))
         self.tty = enabled and log is None and hasattr(stream, "isatty") and stream.isatty()

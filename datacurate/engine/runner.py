@@ -45,11 +45,11 @@ def check_model_sections(cfg: PipelineConfig) -> None:
     """Before any curation: what the doremi: / train: sections read that exists already
     (a reference checkpoint, a domain-weights file) is there, so a long curation does not
     end in a one-line error that could have come first."""
-    from datacurate.train import checkpoint
-
     for name, sec in (("doremi", cfg.doremi), ("train", cfg.train)):
         if sec is None:
             continue
+        from datacurate.train import checkpoint  # torch: ~2.7 CPU-s a run without these sections never pays
+
         refs = [sec.rho1.reference] + ([sec.doremi.reference] if name == "doremi" else [])
         for ref in filter(None, refs):
             checkpoint.resolve(ref)

@@ -108,6 +108,7 @@ def _init(ray, cfg: RayConfig) -> bool:
         _start_watch(ray)
         return True
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")  # an embedded, loopback-only cluster
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # a private cluster: nothing to report, no reporter
     ray.init(
         address="local",  # always a private instance: never join a cluster that happens to run here
         num_cpus=cfg.num_cpus,
@@ -115,7 +116,9 @@ def _init(ray, cfg: RayConfig) -> bool:
         # processes that spill and restore objects: Ray's default of 4 costs 0.1-0.3 GB
         # each; one spilled 2.2 GB at 474 MiB/s in the 1M-document run (4: 313 MiB/s)
         _system_config={"max_io_workers": max(1, (cfg.num_cpus or os.cpu_count() or 1) // 4)},
-        include_dashboard=False,
+        # off unless asked for (ray.dashboard): the web UI's head modules, a process each,
+        # cost a run ~4 CPU-s; Ray still starts its minimal head process and node agents
+        include_dashboard=cfg.dashboard,
         **kwargs,
     )
     _start_watch(ray)

@@ -1,5 +1,6 @@
 """``RayContext``: the :class:`datacurate.phases.context.Context` of a global stage run on
-Ray: per-file tasks and reads as Ray Data tasks, groupbys / joins / sorts as
+Ray: per-file tasks as plain Ray tasks (:mod:`datacurate.engine.ray.tasks`), reads as Ray
+Data tasks (they feed its groupbys), groupbys / joins / sorts as
 :class:`datacurate.engine.ray.data.Data`, stateful workers as Ray actors."""
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from datacurate.phases.context import Context, read_part
 from datacurate.phases.journal import Journal
 from datacurate.engine.memory import give_back
 from datacurate.engine.ray.data import ActorRef, Data, map_items, shuffle_blocks
+from datacurate.engine.ray.tasks import run_items
 
 
 def _read_files(batch: pa.Table, columns: list) -> pa.Table:
@@ -55,15 +57,17 @@ class RayContext(Context):
 
     def _run_items(self, phase: str, fn: Callable, todo: list, kwargs: dict, journal: Journal | None,
                    kind: str) -> dict:
-        """Run ``fn`` on the (key, item) pairs of ``todo``, one Ray task each; {key: result}."""
+        """Run ``fn`` on the (key, item) pairs of ``todo``, one Ray task each (plain tasks:
+        :mod:`datacurate.engine.ray.tasks`); {key: result}."""
         started, out = time.perf_counter(), {}
-        ds = map_items([json.dumps(list(t)) for t in todo], _per_file,
-                       {"fn": fn, "kwargs": kwargs, "stage": self.stage, "phase": phase, "journal": journal,
-                        "kind": kind})
-        for i, row in enumerate(ds.iter_rows(), start=1):
-            out[row["key"]] = json.loads(row["out"])
-            if self.progress is not None:
-                self.progress(self.stage, phase, i, len(todo), started)
+        tables = run_items([json.dumps(list(t)) for t in todo], _per_file,
+                           {"fn": fn, "kwargs": kwargs, "stage": self.stage, "phase": phase, "journal": journal,
+                            "kind": kind})
+        for table in tables:
+            for key, res in zip(table.column("key").to_pylist(), table.column("out").to_pylist()):
+                out[key] = json.loads(res)
+                if self.progress is not None:
+                    self.progress(self.stage, phase, len(out), len(todo), started)
         return out
 
     def actors(self, cls: type, args: Sequence[tuple]) -> list[ActorRef]:

@@ -1,5 +1,5 @@
 """Map work on Ray: the items (read tasks for segment 0, intermediate part files later)
-become a Ray Data dataset, one task (one CPU) per item, run by a :class:`SegmentWork` built
+become Ray tasks (:mod:`datacurate.engine.ray.tasks`), one (one CPU) per item, run by a :class:`SegmentWork` built
 once per worker process and segment (models load in ``__init__``) on the Ray-free
 :mod:`datacurate.engine.process` functions (read -> stages -> write parts, batch by batch).
 A task whose worker dies runs again (Ray's retry); a finished item is journaled.
@@ -21,7 +21,7 @@ from datacurate.configs.pipeline import PipelineConfig
 from datacurate.phases import faults
 from datacurate.engine.memory import give_back
 from datacurate.engine.process import build_stages, curate_task, curate_work_file, output_schema, segments_of
-from datacurate.engine.ray.data import map_items
+from datacurate.engine.ray.tasks import run_items
 
 
 def _build(cfg: PipelineConfig, seg_index: int) -> tuple:
@@ -76,10 +76,10 @@ def run_segment(cfg: PipelineConfig, seg_index: int, items: list[tuple[str, str]
     gets each item's stats and name on the driver; with a ``journal`` each finished item is recorded."""
     if not items:
         return
-    ds = map_items([json.dumps(list(i)) for i in items], _segment_items,
-                   {"cfg": cfg, "seg_index": seg_index, "journal": journal})
-    for row in ds.iter_rows():
-        on_stats(json.loads(row["stats"]), row["key"])
+    for out in run_items([json.dumps(list(i)) for i in items], _segment_items,
+                         {"cfg": cfg, "seg_index": seg_index, "journal": journal}):
+        for key, stats in zip(out.column("key").to_pylist(), out.column("stats").to_pylist()):
+            on_stats(json.loads(stats), key)
 
 
 def _conform_items(batch: pa.Table, plan: dict, compression: str) -> pa.Table:
@@ -101,7 +101,8 @@ def unify_fields(cfg: PipelineConfig) -> int:
     files = [f for d in ("kept", "rejected") for f in storage.list_files(storage.join(cfg.output.path, d), ".parquet")]
     plan = unify_plan(files, output_schema(cfg.stages).names)
     if plan:
-        map_items(sorted(plan), _conform_items, {"plan": plan, "compression": cfg.output.compression}).materialize()
+        for _ in run_items(sorted(plan), _conform_items, {"plan": plan, "compression": cfg.output.compression}):
+            pass
     return len(plan)
 
 
@@ -111,4 +112,5 @@ def _one(batch: pa.Table, fn: Callable, kwargs: dict) -> pa.Table:
 
 def in_one_task(fn: Callable, **kwargs):
     """``fn(**kwargs)`` (a JSON-able result) inside one Ray task, retried like any other."""
-    return json.loads(next(iter(map_items(["one"], _one, {"fn": fn, "kwargs": kwargs}).iter_rows()))["out"])
+    out = next(run_items(["one"], _one, {"fn": fn, "kwargs": kwargs}))
+    return json.loads(out.column("out")[0].as_py())
