@@ -18,6 +18,8 @@ import threading
 import time
 from pathlib import Path
 
+import ctypes
+
 import psutil
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -36,9 +38,35 @@ T0 = time.time()
 CURRENT = {"tag": "start"}
 
 
+class _Mallinfo2(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_size_t) for n in
+                ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")]
+
+
+def _mallinfo():
+    """glibc's heap (all arenas): (bytes in use, bytes free but kept by malloc); None off glibc."""
+    try:
+        fn = ctypes.CDLL("libc.so.6").mallinfo2
+    except (OSError, AttributeError):
+        return None
+    fn.restype = _Mallinfo2
+    m = fn()
+    return m.uordblks + m.hblkhd, m.fordblks
+
+
+def heap() -> str:
+    """malloc's bytes in use and free-but-kept, and Arrow's pool: what the RSS is made of."""
+    import pyarrow as pa
+
+    m = _mallinfo()
+    parts = [f"malloc used {m[0] / 2**30:.3f} free {m[1] / 2**30:.3f}"] if m else []
+    parts.append(f"arrow {pa.total_allocated_bytes() / 2**20:.0f} MB")
+    return ", ".join(parts)
+
+
 def rss(tag: str) -> None:
     CURRENT["tag"] = tag
-    print(f"{time.time() - T0:7.1f}s {tag:40s} driver rss {ME.memory_info().rss / 2**30:.3f} GB", flush=True)
+    print(f"{time.time() - T0:7.1f}s {tag:40s} driver rss {ME.memory_info().rss / 2**30:.3f} GB ({heap()})", flush=True)
 
 
 def instrument() -> None:
@@ -136,6 +164,9 @@ def main() -> None:
     run_pipeline(cfg, progress=False, report=False)
     rss("end")
     largest_mappings()
+    if _mallinfo() is not None:  # how much of the RSS was free memory malloc kept
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+        rss("after malloc_trim(0)")
     print(f"peak PSS of all processes {tree.tree.peak_pss / 2**30:.3f} GB at {tree.at}: {tree.tree.breakdown}")
     print(f"peak driver rss {watch.peak / 2**30:.3f} GB at {watch.at}; largest mappings then:")
     for n, kb in watch.maps:
