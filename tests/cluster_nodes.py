@@ -20,9 +20,29 @@ from pathlib import Path
 
 from tests.cli_run import REPO, clean_env, free_port, wait_port
 
-NODE_SH = ("mount -t tmpfs tmpfs /tmp && mount -t tmpfs tmpfs /dev/shm && exec ray start --address {head} "
+NODE_SH = ("{keep}mount -t tmpfs tmpfs /tmp && {restore}mount -t tmpfs tmpfs /dev/shm && exec ray start --address {head} "
            "--num-cpus 1 --object-store-memory 150000000 --temp-dir /tmp/ray{k} --block --disable-usage-stats "
            "--dashboard-agent-listen-port {agent} --metrics-export-port {metrics}")
+
+
+def installs_under_tmp() -> list[str]:
+    """The checkout and the Python environment, where they live under /tmp (a clone made
+    there, as CI may): a node's private /tmp would hide them, and a real node has datacurate
+    installed, so they are mounted back into it at the same paths (nothing else of /tmp is)."""
+    dirs = sorted({str(d) for d in (REPO.resolve(), Path(sys.prefix).resolve()) if str(d).startswith("/tmp/")})
+    return [d for d in dirs if not any(d != o and d.startswith(o + "/") for o in dirs)]
+
+
+def node_mounts() -> tuple[str, str]:
+    """Shell steps around the private /tmp mount: keep the installs (a bind under a private
+    /mnt taken before /tmp is covered), then bind them back at their paths."""
+    dirs = installs_under_tmp()
+    if not dirs:
+        return "", ""
+    keep = "mount -t tmpfs tmpfs /mnt && " + "".join(
+        f"mkdir -p /mnt/keep{i} && mount --bind '{d}' /mnt/keep{i} && " for i, d in enumerate(dirs))
+    restore = "".join(f"mkdir -p '{d}' && mount --bind /mnt/keep{i} '{d}' && " for i, d in enumerate(dirs))
+    return keep, restore
 
 
 def why_not() -> str | None:
@@ -69,7 +89,8 @@ class Cluster:
                                                 start_new_session=True, cwd="/")
 
     def add_worker(self, name: str) -> None:
-        sh = NODE_SH.format(head=self.address, k=name, agent=free_port(), metrics=free_port())
+        keep, restore = node_mounts()
+        sh = NODE_SH.format(keep=keep, restore=restore, head=self.address, k=name, agent=free_port(), metrics=free_port())
         self._start(name, ["unshare", "-m", "--propagation", "private", "sh", "-c", sh])
 
     def cpus(self) -> float:
