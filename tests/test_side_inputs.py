@@ -90,3 +90,6 @@ def test_benchmarks_and_a_saved_filter_are_staged(tmp_path, monkeypatch):
     after = [build_index(s.config) for s in stages[1:]]
     for a, b in zip(before, after):
         assert a.names == b.names and a.rec_ids == b.rec_ids and (a.keys == b.keys).all() and (a.rec == b.rec).all()
+        # the report names the user's files, not the staged copies (origin.json beside each copy)
+        assert {k: [str(Path(f).resolve()) for f in v["files"]] for k, v in a.info.items()} == \
+            {k: v["files"] for k, v in b.info.items()}, (a.info, b.info)

@@ -21,11 +21,13 @@ from __future__ import annotations
 import copy
 import glob
 import hashlib
+import json
 import os
 import posixpath
 from pathlib import Path
 
 from datacurate.formats import storage
+from datacurate.phases import layout
 
 # stage -> dotted fields naming side inputs; LOCAL: read by stage code that takes local
 # paths only (they are downloaded on the worker); the others read s3:// themselves
@@ -42,7 +44,7 @@ SIDE = {
 }
 LOCAL = {("url_filter", "blocklist"), ("langid", "model"), ("quality", "model"), ("toxicity", "classifier.model"),
          ("toxicity", "wordlist.lists")}
-SIDE_DIR = "side"
+SIDE_DIR = layout.SIDE
 
 
 def _get(obj, dotted: str):
@@ -74,8 +76,10 @@ def _files(p: Path) -> list[tuple[Path, str]]:
             if f.is_file() and (f == p or f.name.startswith(p.stem + "."))]
 
 
-def _put(files: list[tuple[Path, str]], root: str) -> str:
-    """Copy ``files`` ((file, path under the copy)) under ``root``/<their content's hash>; that folder's URL."""
+def _put(files: list[tuple[Path, str]], root: str, origin: dict[str, str] | None = None) -> str:
+    """Copy ``files`` ((file, path under the copy)) under ``root``/<their content's hash>; that
+    folder's URL. Its ``origin.json`` maps each path under the copy to the file it came from
+    (and ``origin``'s extra entries: a copied folder's own path), for reports to name."""
     h = hashlib.sha256()
     for f, rel in files:
         h.update(rel.encode() + b"\0" + hashlib.sha256(f.read_bytes()).digest())
@@ -85,13 +89,15 @@ def _put(files: list[tuple[Path, str]], root: str) -> str:
         if not storage.is_remote(dst):  # an output on a shared file system
             os.makedirs(os.path.dirname(dst), exist_ok=True)
         storage.put_file(str(f), dst)
+    names = {rel: str(f) for f, rel in files} | (origin or {})
+    storage.write_text(storage.join(base, layout.ORIGIN), json.dumps(names, indent=1, sort_keys=True))
     return base
 
 
 def _upload(local: str, root: str) -> str:
     """Copy a local side input under ``root``/<its content's hash>; its URL there."""
     p = Path(local).resolve()
-    base = _put(_files(p), root)
+    base = _put(_files(p), root, {p.name: str(p)} if p.is_dir() else None)
     return storage.join(base, p.name) if p.is_dir() else storage.join(base, p.parent.name or "_", p.name)
 
 
@@ -107,7 +113,7 @@ def _upload_glob(pattern: str, root: str, many: bool) -> list[str] | str | None:
     names = [m.name for m in matches]
     if len(set(names)) < len(names):  # a**/ glob over folders with equal file names: keep one file each
         return [_upload(str(m), root) for m in matches]
-    return storage.join(_put([(m, f"_glob/{m.name}") for m in matches], root), "_glob")
+    return storage.join(_put([(m, f"_glob/{m.name}") for m in matches], root, {"_glob": pattern}), "_glob")
 
 
 def stage_side_inputs(stages: list, work: str) -> list[str]:

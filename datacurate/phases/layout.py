@@ -8,6 +8,8 @@ stage run on one table) the work lives in ``_work``:
     <root>/_work/s<k>         segment k's kept parts: the input of segment k+1's global stage
     <root>/_work/d<k>         the decisions of segment k's global stage, one file per part
     <root>/_work/<name><k>    scratch a global stage of segment k asks for (``Context.scratch``)
+    OUT/_work/side/<hash>     a cluster run's copy of a local side input (engine/side.py), with
+                              ``origin.json``: each copied file's path as the user named it
 
 ``OUT/_work`` goes when the run ends (unless ``output.keep_work``), by :func:`clear_work`,
 atomically: once it has begun, ``OUT/_work`` no longer holds the journal of an unfinished
@@ -26,6 +28,9 @@ from datacurate.phases import faults
 WORK = "_work"
 STAGING = f"{WORK}/run"
 TRASH = f"{WORK}.deleting"  # OUT/_work renamed there, then deleted
+SIDE = "side"
+ORIGIN = "origin.json"
+_ORIGINS: dict[str, dict] = {}
 
 
 def work(root: str) -> str:
@@ -50,6 +55,25 @@ def decisions(root: str, segment: int) -> str:
 
 def scratch(root: str, name: str, segment: int) -> str:
     return storage.join(root, WORK, f"{name}{segment}")
+
+
+def side_origin(path: str) -> str:
+    """The user's path of a staged side input (a file under ``OUT/_work/side/<hash>/``, per
+    that folder's ``origin.json``), so that reports name what the user gave; any other path
+    as it is."""
+    head, sep, rest = path.partition(f"/{WORK}/{SIDE}/")
+    key, _, tail = rest.partition("/")
+    if not sep or not key or not tail:
+        return path
+    base = storage.join(f"{head}/{WORK}/{SIDE}", key)
+    if base not in _ORIGINS:
+        import json
+
+        try:
+            _ORIGINS[base] = json.loads(storage.read_text(storage.join(base, ORIGIN)))
+        except Exception:  # noqa: BLE001 - a copy staged before origin.json existed: its own name
+            _ORIGINS[base] = {}
+    return _ORIGINS[base].get(tail, path)
 
 
 def trash(root: str) -> str:

@@ -55,6 +55,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from datacurate.formats import storage
+from datacurate.phases import layout
 from datacurate.core.coerce import ConfigError, opt
 from datacurate.core.schema import ORD, REJECT_REASON, TEXT
 from datacurate.stages.base import GlobalStage
@@ -276,7 +277,7 @@ def build_index(cfg: DecontaminateConfig) -> Index:
                 n_records += 1
         if not n_records:
             raise ConfigError(f"decontaminate: benchmark '{name}' ({', '.join(files)}) has no records")
-        info[name] = {"files": files, "records": n_records}
+        info[name] = {"files": [layout.side_origin(f) for f in files], "records": n_records}
     owner, rec_bench = np.asarray(owner, np.int64), np.asarray(rec_bench, np.int32)
     h, off = words(pa.array(texts, pa.large_string()))
     counts = np.diff(off)
