@@ -18,6 +18,12 @@ driver), and keeps the peaks. RSS counts the shared object store once per proces
 maps it; PSS splits shared pages between the processes, so it is the better total.
 
     .venv/bin/python benchmarks/bench_pipeline_scale.py --docs 100000
+    .venv/bin/python benchmarks/bench_pipeline_scale.py --docs 3000000 \
+        --stages decontaminate,exact_dedup,near_dedup,dsir,tokenize,decompose
+
+``--stages`` runs a subset of the sample's stages (in its order): the global stages, whose
+phases are the ones that could gather rows on the driver, without the per-document map
+stages that make 3M documents a multi-hour run on 2 cores (issue 39's driver benchmark).
 
 Writes ``benchmarks/results/pipeline_scale_<N>.json`` (wall, docs/s, per-stage
 task-seconds from stats.json, peaks, totals) and prints a summary. The generated input
@@ -202,9 +208,14 @@ def _kind(p: psutil.Process) -> str:
     return name
 
 
-def curation_config(inp: Path, out: Path, n: int, num_cpus: int) -> dict:
+def curation_config(inp: Path, out: Path, n: int, num_cpus: int, only: list[str] | None = None) -> dict:
     raw = yaml.safe_load((ROOT / "pipelines" / "sample.yaml").read_text())
     raw.pop("train", None)
+    if only:  # a subset of the sample's stages, in the sample's order
+        unknown = set(only) - {next(iter(e)) for e in raw["stages"]}
+        if unknown:
+            raise SystemExit(f"--stages: not in pipelines/sample.yaml: {', '.join(sorted(unknown))}")
+        raw["stages"] = [e for e in raw["stages"] if next(iter(e)) in only]
     raw["input"] = {**raw["input"], "path": str(inp)}
     raw["output"] = str(out)
     raw["ray"] = {**(raw.get("ray") or {}), "num_cpus": num_cpus}
@@ -228,6 +239,9 @@ def main() -> None:
     ap.add_argument("--out", default=None, help="pipeline output directory (default: a fresh one under /tmp)")
     ap.add_argument("--result", default=None, help="result JSON (default benchmarks/results/pipeline_scale_<N>.json)")
     ap.add_argument("--generate-only", action="store_true")
+    ap.add_argument("--stages", default=None,
+                    help="comma-separated subset of the sample's stages (default: all of them); e.g. the global "
+                         "stages only, to measure the driver at sizes the whole recipe takes hours for")
     args = ap.parse_args()
 
     inp = Path(args.cache) / f"pipeline_docs_{args.docs}_s{args.seed}.jsonl"
@@ -244,7 +258,8 @@ def main() -> None:
     from datacurate.engine import run_pipeline
 
     out = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="dc-pipeline-scale-"))
-    raw = curation_config(inp, out, args.docs, args.num_cpus)
+    only = args.stages.split(",") if args.stages else None
+    raw = curation_config(inp, out, args.docs, args.num_cpus, only)
     if args.object_store_mb:
         raw["ray"]["object_store_memory_mb"] = args.object_store_mb
     cfg = load_config(raw)
@@ -260,7 +275,7 @@ def main() -> None:
               for k, st in report["stages"].items()}
     totals = report["totals"]
     res = {
-        "docs": args.docs, "seed": args.seed, "input_bytes": inp.stat().st_size, "generated": made,
+        "docs": args.docs, "seed": args.seed, "stages_run": [next(iter(e)) for e in raw["stages"]], "input_bytes": inp.stat().st_size, "generated": made,
         "num_cpus": args.num_cpus, "object_store_memory_mb": cfg.ray.object_store_memory_mb, "wall_seconds": round(wall, 1), "docs_per_second": round(args.docs / wall, 1),
         "peak_rss_gb": round(mem.peak_rss / 2**30, 2), "peak_pss_gb": round(mem.peak_pss / 2**30, 2),
         "peak_driver_rss_gb": round(mem.driver_rss / 2**30, 3), "peak_processes": mem.peak_procs,
