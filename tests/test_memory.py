@@ -22,3 +22,24 @@ def test_give_back_returns_freed_heap_to_the_os():
     assert len(keep) == 12_500
     # nothing grew since: the next call does not run again
     assert not memory.give_back(slack=64 << 20)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc only")
+def test_cap_arenas_sets_the_cap_for_the_driver_and_what_it_starts():
+    """The driver caps glibc's arenas (the cause of its slow growth with the corpus) and
+    exports MALLOC_ARENA_MAX to the Ray it starts; a value the user set is kept, and one
+    glibc would ignore is ignored here too. In a child process: it changes the environment."""
+    import os
+    import subprocess
+
+    code = ("import os; from datacurate.engine import memory; "
+            "print(memory.cap_arenas(), os.environ['MALLOC_ARENA_MAX'])")
+    env = {k: v for k, v in os.environ.items() if k != "MALLOC_ARENA_MAX"}
+
+    def run(**extra):
+        return subprocess.run([sys.executable, "-c", code], env={**env, **extra}, capture_output=True,
+                              text=True, check=True).stdout.split()
+
+    assert run() == ["True", "2"]
+    assert run(MALLOC_ARENA_MAX="4") == ["True", "4"]
+    assert run(MALLOC_ARENA_MAX="many") == ["False", "many"]

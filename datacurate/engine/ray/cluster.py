@@ -16,6 +16,7 @@ import threading
 import time
 
 from datacurate.configs.pipeline import ConfigError, RayConfig
+from datacurate.engine import memory
 from datacurate.engine.ray import supervise
 
 LOST_AFTER_S = 5.0  # the cluster's control store unreachable this long: the run stops
@@ -94,6 +95,7 @@ def _keeping_sigterm():
 
 def _init(ray, cfg: RayConfig) -> bool:
     kwargs = dict(logging_level=logging.WARNING, log_to_driver=True)
+    memory.cap_arenas()  # before Ray's threads: the driver's memory stays flat with the corpus
     if cfg.address:
         if supervise.announce(cfg.address):  # the CLI's supervisor watches (supervise.py)
             ray.init(address=cfg.address, **kwargs)
