@@ -46,14 +46,19 @@ class RayContext(Context):
     def read(self, files: Sequence[str], columns: Sequence[str]) -> Data:
         """Columns of Parquet files as a :class:`Data`, plus ``_wpart`` (each row's file name).
 
-        One task per file (one CPU each, like every per-file phase) reads it through the
-        storage seam (local or S3). Not ``ray.data.read_parquet``: its footer and listing
+        Tasks of one CPU each read consecutive runs of the files through the storage seam
+        (local or S3), as many runs as a shuffle of them may take blocks
+        (:func:`~datacurate.engine.ray.data.shuffle_blocks`: one per 64 MiB of Parquet, at
+        most 256), never one block per file: Ray Data keeps per-block state on the driver,
+        which then grew with the corpus. Not ``ray.data.read_parquet``: its footer and listing
         tasks ask for no CPU, so Ray starts a worker process for each one running at once
         (10-20 extra processes of 100-700 MB each were measured at the memory peak of a
         100k-document run)."""
         files = list(files)
-        return Data(map_items(files, _read_files, {"columns": list(columns)}), self.stage, blocks=len(files),
-                    max_blocks=shuffle_blocks(files))
+        most = shuffle_blocks(files)  # what a shuffle takes anyway: read into that many blocks
+        blocks = min(len(files), most)
+        return Data(map_items(files, _read_files, {"columns": list(columns)}, blocks=blocks), self.stage,
+                    blocks=blocks, max_blocks=most)
 
     def _run_items(self, phase: str, fn: Callable, todo: list, kwargs: dict, journal: Journal | None,
                    kind: str) -> dict:
