@@ -157,6 +157,10 @@ def split_words(texts: pa.Array, langs=None, table: dict | None = None) -> ts.Pi
     return ts.split_whitespace(spaced(texts, langs, table))
 
 
+def _spacing(c: str) -> bool:
+    return c.isspace() or c in _SEP
+
+
 class _Cutter:
     """Segments the runs of one batch, each distinct (segmenter, language, run) once."""
 
@@ -174,8 +178,8 @@ class _Cutter:
             words = self.memo.get(key)
             if words is None:
                 words = self.memo[key] = " ".join(_segment(name, run_lang, run, script))
-            before = " " if m.start() > 0 and not text[m.start() - 1].isspace() else ""
-            after = " " if m.end() < len(text) and not text[m.end()].isspace() else ""
+            before = " " if m.start() > 0 and not _spacing(text[m.start() - 1]) else ""
+            after = " " if m.end() < len(text) and not _spacing(text[m.end()]) else ""
             return before + words + after
 
         return _RUNS.sub(cut, text)
