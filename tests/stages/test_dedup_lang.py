@@ -131,3 +131,52 @@ def test_survivor_keeps_cluster_size_and_weight(english):
     assert [ids[i] for i in kept] == ["0.0", "1.0", "2.0", "3.0"]
     assert [out["cluster_size"][i].as_py() for i in kept] == [None, 2, 4, 6]
     assert [out["upsampling_weight"][i].as_py() for i in kept] == [1, 2, 3, 5]
+
+
+# --- exact_dedup's paragraph mode in every script -------------------------------------
+
+def _paragraph_run(texts):
+    from datacurate.stages.dedup_exact import ExactDedup
+
+    out = ExactDedup(mode="paragraph", paragraph_threshold=0.8)(
+        pa.table({"id": [f"d{i}" for i in range(len(texts))], "text": texts}))
+    return out["reject_reason"].to_pylist(), out["text"].to_pylist(), out["paragraphs_removed"].to_pylist()
+
+
+@pytest.fixture(scope="module")
+def passages() -> dict:
+    return json.loads((REPO / "tests/data/words/passages.json").read_text())
+
+
+@pytest.mark.parametrize("brk", ["\u2029", "\u2028", "\r\n", "\r", "\x85", "\n"])
+def test_paragraph_breaks_of_every_kind_split(passages, brk):
+    """Paragraphs separated by U+2029 (word processors), CR LF, old-Mac CR or NEL are
+    paragraphs, as with LF: the seen one goes, the new one stays."""
+    zh, th = passages["zh"]["passages"], passages["th"]["passages"]
+    first = zh[0].replace("\n", " ") + brk + th[0].replace("\n", " ")
+    second = th[1].replace("\n", " ") + brk + zh[0].replace("\n", " ")
+    reasons, text, removed = _paragraph_run([first, second])
+    assert reasons == [None, None] and removed == [0, 1]
+    assert text[0] == first  # nothing removed: the text as it was, its own breaks kept
+    assert text[1] == th[1].replace("\n", " ")
+
+
+def test_paragraph_keys_collapse_unicode_spaces(passages):
+    """A Japanese paragraph indented with an ideographic space (U+3000), or with no-break
+    spaces inside, is the paragraph seen before."""
+    ja = [p.replace("\n", "") for p in passages["ja"]["passages"][:3]]
+    first = "\n".join(ja)
+    second = "\u3000" + ja[0].replace(" ", "\u3000") + "\n" + ja[1].replace(" ", "\u00a0") + "\n" + ja[2]
+    reasons, _, removed = _paragraph_run([first, second])
+    assert reasons == [None, "exact_dedup/paragraphs_seen"] and removed == [0, 3]
+
+
+def test_paragraph_mode_on_real_cjk_and_thai_text(passages):
+    """Documents made of real paragraphs in Chinese, Japanese, Thai and Khmer: a document
+    repeating two of another's paragraphs loses exactly those two."""
+    paras = [p.replace("\n", " ") for lang in ("zh", "ja", "th", "km") for p in passages[lang]["passages"][:2]]
+    a = "\n\n".join(paras[:4])
+    b = "\n\n".join([paras[4], paras[1], paras[5], paras[3]])
+    reasons, text, removed = _paragraph_run([a, b])
+    assert reasons == [None, None] and removed == [0, 2]
+    assert [p for p in text[1].split("\n") if p] == [paras[4], paras[5]]  # blank lines stay, as before
