@@ -47,9 +47,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from datacurate.core.coerce import opt
-from datacurate.core.schema import ID, ORD, REJECT_REASON, TEXT, WPART
-
-LANG = "lang"  # the langid stage's column
+from datacurate.core.schema import ID, LANG, ORD, REJECT_REASON, TEXT, WPART
 from datacurate.stages.base import GlobalStage
 from datacurate.text.minhash import MAX_NGRAM, normalize, signatures
 from datacurate.text.textstats import mix
