@@ -153,3 +153,27 @@ def test_spaced_inserts_spaces_only_in_unspaced_runs():
     assert out[3].as_py() is None
     english = sample("news.jsonl")
     assert w.spaced(english) is english  # no copy, no Python: the fast path
+
+
+def test_words_do_not_depend_on_the_batch():
+    """Each run is cut as if alone, whichever runs share its batch (and a joined call):
+    the sample's Chinese and Japanese man pages and every passage, as one batch and row by row."""
+    texts = sample("technical_multilingual.jsonl")
+    rows = texts.take(pa.array(np.flatnonzero(w.unspaced_rows(texts)))).to_pylist()
+    rows += [p for lang in ("th", "km", "my", "dz", "lo") for p in texts_of(lang)]
+    together = w.split_words(pa.array(rows))
+    for d, row in enumerate(rows):
+        assert doc_words(together, d) == doc_words(w.split_words(pa.array([row])), 0), row[:80]
+
+
+@pytest.mark.parametrize("name,lang", [("rjieba", "zh"), ("icu", "zh"), ("icu", "ja"), ("icu", "th"), ("icu", "km"),
+                                       ("icu", "my"), ("icu", "dz")])
+def test_joined_calls_cut_each_run_as_alone(name, lang):
+    assert seg.SEGMENTERS[name].joinable
+    cutter = w._Cutter({lang: name})
+    for p in texts_of(lang if lang != "zh" else "zh") + sample("technical_multilingual.jsonl").to_pylist()[:60]:
+        cutter.find(p, lang)
+    runs = [r for key, found in cutter.groups.items() if key[0] == name for r in found]
+    assert len(runs) > 20
+    fn = seg.load(name)
+    assert seg.segment_runs(name, lang, runs) == [fn(r, lang) for r in runs]
