@@ -140,7 +140,7 @@ class RuleTable:
         base = lang if lang else "und"
         out = dict(self.default)
         shipped = self.shipped(base, script)
-        known = shipped is not None or base == "en"
+        known = shipped is not None or base == "en" or self.source == "none"
         if shipped:
             out.update(shipped)
         for key in (base, f"{base}_{script}" if script else None):
