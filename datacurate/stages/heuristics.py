@@ -21,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Any, Optional
 
 import numpy as np
 import pyarrow as pa
@@ -115,7 +115,7 @@ class HeuristicsConfig:
                               "language (every lid.176 language but en/eml; README), none = the keys above for all")
     thresholds: Optional[str] = opt(None, "a YAML of per-language thresholds (`datacurate calibrate` writes one); "
                                     "over the shipped ones")
-    per_language: dict = opt({}, "overrides per language, e.g. {fr: {gopher_quality: {min_stop_words: 3}}}; "
+    per_language: dict[str, Any] = opt({}, "overrides per language, e.g. {fr: {gopher_quality: {min_stop_words: 3}}}; "
                              "over both")
 
     def validate(self) -> None:

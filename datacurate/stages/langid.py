@@ -59,7 +59,7 @@ class LangIdConfig:
     thresholds: Optional[str] = opt(None, "per-language minimum scores: a YAML `datacurate calibrate` wrote, or "
                                     "fineweb2 (FineWeb-2's, fitted on GlotLID scores); with it every row "
                                     "must reach its language's score, keep-list or not")
-    min_scores: dict = opt({}, "per-language minimum scores over thresholds:, e.g. {fr: 0.7, sr_Latn: 0.5}")
+    min_scores: dict[str, float] = opt({}, "per-language minimum scores over thresholds:, e.g. {fr: 0.7, sr_Latn: 0.5}")
 
     def validate(self) -> None:
         if not 0.0 <= self.min_score <= 1.0:
