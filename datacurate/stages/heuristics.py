@@ -30,6 +30,7 @@ import pyarrow.compute as pc
 from datacurate.core.coerce import opt
 from datacurate.core.schema import TEXT
 from datacurate.text import textstats as ts
+from datacurate.text import words as words_mod
 from datacurate.text.langrules import RuleTable, Rows, flatten
 from datacurate.text.layout import layout_normalized
 from datacurate.stages.base import Stage, first_reason
@@ -283,15 +284,9 @@ def fineweb_rules(texts: pa.Array, n_words: np.ndarray, r: Rows) -> list:
 
 
 def split_words(texts: pa.Array, langs: Optional[pa.Array]) -> ts.Pieces:
-    """Words of each document by its language: :mod:`datacurate.text.words` where that module
-    is there (segmenters for the scripts written without spaces), else whitespace words."""
-    try:
-        from datacurate.text import words as words_mod
-    except ImportError:
-        words_mod = None
-    if words_mod is None or langs is None:
-        return ts.words_of(texts)
-    return words_mod.words_of(texts, langs)
+    """Words of each document by its language (:mod:`datacurate.text.words`: a segmenter for
+    the scripts written without spaces; rows without such a script get whitespace words)."""
+    return ts.words_of(texts) if langs is None else words_mod.words_of(texts, langs)
 
 
 class Heuristics(Stage):

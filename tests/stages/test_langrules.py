@@ -18,7 +18,6 @@ from datacurate.text.langrules import fineweb2
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "langrules" / "man1_man.jsonl"
 ROWS = [json.loads(line) for line in DATA.read_text().splitlines()]
-SEGMENTED = {"ja", "zh"}  # words need a segmenter (datacurate.text.words)
 
 
 def table(rows=ROWS) -> pa.Table:
@@ -45,10 +44,10 @@ def test_real_prose_in_every_language_is_kept_with_its_rules_not_with_english_on
     annotated = out.drop_columns(["reject_reason"])
     per_lang = Heuristics()(annotated).column("reject_reason").to_pylist()
     english = Heuristics(language_rules="none")(annotated).column("reject_reason").to_pylist()
-    spaced = [i for i, r in enumerate(ROWS) if r["lang"] not in SEGMENTED]
-    assert [per_lang[i] for i in spaced] == [None] * len(spaced)
-    # English stop words reject most of them (the finding)
-    assert sum(english[i] == "gopher/stop_words" for i in spaced) >= 12
+    assert per_lang == [None] * len(ROWS)  # Japanese and Chinese with their segmented words
+    # English stop words reject most of them, English word lengths the Japanese and Chinese (the finding)
+    assert sum(e == "gopher/stop_words" for e in english) >= 12
+    assert [e for e, r in zip(english, ROWS) if r["lang"] in ("ja", "zh")] == ["gopher/mean_word_length"] * 2
 
 
 def test_thresholds_are_per_row_and_english_keeps_its_own():
