@@ -138,35 +138,84 @@ def _ngram_sizes(r: Rows, key: str) -> list[int]:
     return sorted({int(k.rpartition(".")[2]) for rule in r.rules for k in rule if k.startswith(key + ".")})
 
 
-def gopher_repetition(texts: pa.Array, words: ts.Pieces, word_len: np.ndarray, r: Rows) -> list:
+# Each rule: (reason, [(statistic, "<" or ">", threshold key)]): a document fails when any
+# comparison holds. ``datacurate calibrate`` fits thresholds on the same statistics.
+GOPHER_QUALITY_RULES = [
+    ("gopher/too_few_words", [("n_words", "<", "min_words")]),
+    ("gopher/too_many_words", [("n_words", ">", "max_words")]),
+    ("gopher/mean_word_length", [("mean_word_length", "<", "min_mean_word_length"),
+                                 ("mean_word_length", ">", "max_mean_word_length")]),
+    ("gopher/symbol_word_ratio", [("hash_word_ratio", ">", "max_symbol_word_ratio"),
+                                  ("ellipsis_word_ratio", ">", "max_symbol_word_ratio")]),
+    ("gopher/bullet_lines", [("bullet_lines_ratio", ">", "max_bullet_lines_ratio")]),
+    ("gopher/ellipsis_lines", [("ellipsis_lines_ratio", ">", "max_ellipsis_lines_ratio")]),
+    ("gopher/alpha_words", [("alpha_words_ratio", "<", "min_alpha_words_ratio")]),
+    ("gopher/stop_words", [("stop_words", "<", "min_stop_words")]),
+    ("gopher/stop_word_ratio", [("stop_word_ratio", "<", "min_stop_word_ratio")]),
+]
+GOPHER_REPETITION_RULES = [
+    ("gopher_rep/dup_line_frac", [("dup_line_frac", ">", "max_dup_line_frac")]),
+    ("gopher_rep/dup_para_frac", [("dup_para_frac", ">", "max_dup_para_frac")]),
+    ("gopher_rep/dup_line_char_frac", [("dup_line_char_frac", ">", "max_dup_line_char_frac")]),
+    ("gopher_rep/dup_para_char_frac", [("dup_para_char_frac", ">", "max_dup_para_char_frac")]),
+]  # + gopher_rep/top_{n}gram and gopher_rep/dup_{n}gram for each n configured (repetition_rules)
+FINEWEB_RULES = [
+    ("fineweb/line_punct_ratio", [("line_punct_ratio", "<", "min_line_punct_ratio")]),
+    ("fineweb/short_line_ratio", [("short_line_ratio", ">", "max_short_line_ratio")]),
+    ("fineweb/char_dup_ratio", [("char_dup_ratio", ">", "max_dup_line_char_ratio")]),
+    ("fineweb/list_ratio", [("list_ratio", ">", "max_list_ratio")]),
+]
+
+
+def judge(values: dict, rules: list, section: str, r: Rows) -> list:
+    """(reason, failure mask) of each rule: its statistics against each row's thresholds."""
+    out = []
+    for reason, tests in rules:
+        mask = False
+        for stat, op, key in tests:
+            thr = r[f"{section}.{key}"]
+            mask = mask | ((values[stat] < thr) if op == "<" else (values[stat] > thr))
+        out.append((reason, mask))
+    return out
+
+
+def repetition_rules(r: Rows) -> list:
+    k = "gopher_repetition."
+    top = [(f"gopher_rep/top_{n}gram", [(f"top_{n}gram", ">", f"max_top_ngram_char_frac.{n}")])
+           for n in _ngram_sizes(r, k + "max_top_ngram_char_frac")]
+    dup = [(f"gopher_rep/dup_{n}gram", [(f"dup_{n}gram", ">", f"max_dup_ngram_char_frac.{n}")])
+           for n in _ngram_sizes(r, k + "max_dup_ngram_char_frac")]
+    return GOPHER_REPETITION_RULES + top + dup
+
+
+def repetition_values(texts: pa.Array, words: ts.Pieces, word_len: np.ndarray, top: list[int], dup: list[int]) -> dict:
+    """Gopher's repetition statistics of every document (its table A1)."""
     n_chars = np.asarray(pc.utf8_length(texts), dtype=np.float64)
     lines = ts.split_pattern(texts, "\n+", regex=True)
     paras = ts.split_pattern(pc.utf8_trim_whitespace(texts), r"\n\s*\n", regex=True)
     line_dup, line_dup_chars = ts.duplicate_stats(lines)
     para_dup, para_dup_chars = ts.duplicate_stats(paras)
-    k = "gopher_repetition."
-    rules = [
-        ("gopher_rep/dup_line_frac", ts.ratio(line_dup, lines.counts) > r[k + "max_dup_line_frac"]),
-        ("gopher_rep/dup_para_frac", ts.ratio(para_dup, paras.counts) > r[k + "max_dup_para_frac"]),
-        ("gopher_rep/dup_line_char_frac", ts.ratio(line_dup_chars, n_chars) > r[k + "max_dup_line_char_frac"]),
-        ("gopher_rep/dup_para_char_frac", ts.ratio(para_dup_chars, n_chars) > r[k + "max_dup_para_char_frac"]),
-    ]
-    top = _ngram_sizes(r, k + "max_top_ngram_char_frac")
-    dup = _ngram_sizes(r, k + "max_dup_ngram_char_frac")
+    out = {"dup_line_frac": ts.ratio(line_dup, lines.counts), "dup_para_frac": ts.ratio(para_dup, paras.counts),
+           "dup_line_char_frac": ts.ratio(line_dup_chars, n_chars),
+           "dup_para_char_frac": ts.ratio(para_dup_chars, n_chars)}
     pos, h, starts = ts.ngram_hashes(words, max(top, default=1), tuple(dup))
     for n in top:
-        chars = ts.top_ngram_chars(words, pos, h[n - 1], n, word_len)
-        rules.append((f"gopher_rep/top_{n}gram", ts.ratio(chars, n_chars) > r[f"{k}max_top_ngram_char_frac.{n}"]))
+        out[f"top_{n}gram"] = ts.ratio(ts.top_ngram_chars(words, pos, h[n - 1], n, word_len), n_chars)
     for n in dup:
-        chars = ts.dup_ngram_chars(words, starts[n], n, word_len)
-        rules.append((f"gopher_rep/dup_{n}gram", ts.ratio(chars, n_chars) > r[f"{k}max_dup_ngram_char_frac.{n}"]))
-    return rules
+        out[f"dup_{n}gram"] = ts.ratio(ts.dup_ngram_chars(words, starts[n], n, word_len), n_chars)
+    return out
 
 
-def gopher_quality(texts: pa.Array, words: ts.Pieces, word_len: np.ndarray, r: Rows) -> list:
-    k = "gopher_quality."
+def gopher_repetition(texts: pa.Array, words: ts.Pieces, word_len: np.ndarray, r: Rows) -> list:
+    k = "gopher_repetition."
+    top, dup = _ngram_sizes(r, k + "max_top_ngram_char_frac"), _ngram_sizes(r, k + "max_dup_ngram_char_frac")
+    return judge(repetition_values(texts, words, word_len, top, dup), repetition_rules(r), "gopher_repetition", r)
+
+
+def quality_values(texts: pa.Array, words: ts.Pieces, word_len: np.ndarray, stop: np.ndarray | None = None) -> dict:
+    """Gopher's quality statistics of every document (appendix A.1.1); ``stop``: the mask of
+    ``words`` that are stop words of their document's language."""
     n_words = words.counts
-    mean_len = ts.ratio(words.per_doc(word_len), n_words)
     hashes = np.asarray(pc.count_substring(texts, "#"), dtype=np.float64)
     ellipses = np.asarray(pc.count_substring_regex(texts, r"\.\.\.|…"), dtype=np.float64)
     lines = ts.split_pattern(texts, "\n")
@@ -174,21 +223,20 @@ def gopher_quality(texts: pa.Array, words: ts.Pieces, word_len: np.ndarray, r: R
     bullet = _b(pc.match_substring_regex(stripped, "^[" + "".join("\\" + c if c in "-*" else c for c in BULLETS) + "]"))
     ellipsis_end = _b(pc.match_substring_regex(stripped, r"(\.\.\.|…)$"))
     alpha = _b(pc.match_substring_regex(words.values, r"\pL"))
-    stop = words.per_doc(r.stop_word_hits(words.values, words.doc, k + "stop_words"))
-    symbol = r[k + "max_symbol_word_ratio"]
-    return [
-        ("gopher/too_few_words", n_words < r[k + "min_words"]),
-        ("gopher/too_many_words", n_words > r[k + "max_words"]),
-        ("gopher/mean_word_length", (mean_len < r[k + "min_mean_word_length"])
-         | (mean_len > r[k + "max_mean_word_length"])),
-        ("gopher/symbol_word_ratio", (ts.ratio(hashes, n_words) > symbol) | (ts.ratio(ellipses, n_words) > symbol)),
-        ("gopher/bullet_lines", ts.ratio(lines.per_doc(bullet), lines.counts) > r[k + "max_bullet_lines_ratio"]),
-        ("gopher/ellipsis_lines", ts.ratio(lines.per_doc(ellipsis_end), lines.counts)
-         > r[k + "max_ellipsis_lines_ratio"]),
-        ("gopher/alpha_words", ts.ratio(words.per_doc(alpha), n_words, empty=1.0) < r[k + "min_alpha_words_ratio"]),
-        ("gopher/stop_words", stop < r[k + "min_stop_words"]),
-        ("gopher/stop_word_ratio", ts.ratio(stop, n_words) < r[k + "min_stop_word_ratio"]),
-    ]
+    n_stop = words.per_doc(stop) if stop is not None else np.zeros(words.n_docs)
+    return {
+        "n_words": n_words, "mean_word_length": ts.ratio(words.per_doc(word_len), n_words),
+        "hash_word_ratio": ts.ratio(hashes, n_words), "ellipsis_word_ratio": ts.ratio(ellipses, n_words),
+        "bullet_lines_ratio": ts.ratio(lines.per_doc(bullet), lines.counts),
+        "ellipsis_lines_ratio": ts.ratio(lines.per_doc(ellipsis_end), lines.counts),
+        "alpha_words_ratio": ts.ratio(words.per_doc(alpha), n_words, empty=1.0),
+        "stop_words": n_stop, "stop_word_ratio": ts.ratio(n_stop, n_words),
+    }
+
+
+def gopher_quality(texts: pa.Array, words: ts.Pieces, word_len: np.ndarray, r: Rows) -> list:
+    stop = r.stop_word_hits(words.values, words.doc, "gopher_quality.stop_words")
+    return judge(quality_values(texts, words, word_len, stop), GOPHER_QUALITY_RULES, "gopher_quality", r)
 
 
 @dataclass
@@ -265,22 +313,23 @@ def c4_text(lines: ts.Pieces, line: pa.Array, drop: np.ndarray) -> pa.Array:
     return pc.utf8_trim_whitespace(pc.replace_substring_regex(kept.rejoin("\n"), r"\n{3,}", "\n\n"))
 
 
-def fineweb_rules(texts: pa.Array, n_words: np.ndarray, r: Rows) -> list:
-    k = "fineweb."
+def fineweb_values(texts: pa.Array, n_words: np.ndarray, short_line_length) -> dict:
+    """FineWeb's statistics of every document (Penedo et al. 2024; datatrove's FineWebQualityFilter)."""
     lines = ts.split_pattern(texts, "\n")
     ends = _b(pc.match_substring_regex(lines.values, FINEWEB_STOP_RE))
-    short = lines.lengths() <= r[k + "short_line_length"][lines.doc]
+    short = lines.lengths() <= np.broadcast_to(short_line_length, (lines.n_docs,))[lines.doc]
     _, dup_chars = ts.duplicate_stats(lines)
     chars_no_nl = np.asarray(pc.utf8_length(texts), dtype=np.float64) - np.asarray(pc.count_substring(texts, "\n"))
     # runs of newlines count once: paragraph breaks are not list items
     newlines = np.asarray(pc.count_substring_regex(texts, r"\n+"), dtype=np.float64)
-    return [
-        ("fineweb/empty", lines.counts == 0),
-        ("fineweb/line_punct_ratio", ts.ratio(lines.per_doc(ends), lines.counts) < r[k + "min_line_punct_ratio"]),
-        ("fineweb/short_line_ratio", ts.ratio(lines.per_doc(short), lines.counts) > r[k + "max_short_line_ratio"]),
-        ("fineweb/char_dup_ratio", ts.ratio(dup_chars, chars_no_nl) > r[k + "max_dup_line_char_ratio"]),
-        ("fineweb/list_ratio", ts.ratio(newlines, n_words, empty=np.inf) > r[k + "max_list_ratio"]),
-    ]
+    return {"n_lines": lines.counts, "line_punct_ratio": ts.ratio(lines.per_doc(ends), lines.counts),
+            "short_line_ratio": ts.ratio(lines.per_doc(short), lines.counts),
+            "char_dup_ratio": ts.ratio(dup_chars, chars_no_nl), "list_ratio": ts.ratio(newlines, n_words, empty=np.inf)}
+
+
+def fineweb_rules(texts: pa.Array, n_words: np.ndarray, r: Rows) -> list:
+    values = fineweb_values(texts, n_words, r["fineweb.short_line_length"])
+    return [("fineweb/empty", values["n_lines"] == 0)] + judge(values, FINEWEB_RULES, "fineweb", r)
 
 
 def split_words(texts: pa.Array, langs: Optional[pa.Array]) -> ts.Pieces:
