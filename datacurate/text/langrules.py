@@ -113,6 +113,9 @@ class RuleTable:
             self.user.update(read_thresholds(thresholds))
         for lang, over in (per_language or {}).items():
             self.user.setdefault(str(lang), {}).update(flatten(over or {}))
+        for over in self.user.values():  # langid's own (a calibrate YAML serves both stages)
+            for k in [k for k in over if k.startswith("langid.")]:
+                del over[k]
         unknown = {k for over in self.user.values() for k in over if k not in default and not self._ngram(k)}
         if unknown:
             raise ValueError(f"per-language thresholds name unknown keys: {sorted(unknown)}")
