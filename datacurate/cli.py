@@ -50,6 +50,8 @@ def cmd_stages(args) -> int:
         doc = (cls.__dict__.get("__doc__") or inspect.getmodule(cls).__doc__ or "").strip().splitlines()[0]
         print(f"{name}: {doc}")
         print("".join(f"  # {line}\n" for line in _contract(cls)) + "\n".join(_describe(cls.Config)))
+        if args.names:  # long tables only for the stages asked for by name
+            print("".join(f"  {line}\n" for line in cls.details(cls.Config())), end="")
         print()
     return 0
 

@@ -103,3 +103,15 @@ def test_sentence_ends_per_script():
     # five sentences each, ended by the script's own full stop (a Chinese line is one whitespace token:
     # C4's words-per-line rule needs segmented words, so it is set to 1 here)
     assert stage(batch).column("reject_reason").to_pylist() == [None, None]
+
+
+def test_stages_heuristics_prints_the_per_language_table(capsys):
+    from datacurate.cli import main
+
+    assert main(["stages", "heuristics"]) == 0
+    out = capsys.readouterr().out
+    rows = {line.split()[0]: line.split() for line in out.splitlines() if line.startswith("  ") and
+            len(line.split()) >= 9 and line.split()[1] in ("default",) + tuple(fineweb2()["configs"])}
+    assert len([k for k in rows if "_" not in k]) == 176  # every lid.176 language
+    assert rows["fr"][:3] == ["fr", "fra_Latn", "2-11"] and rows["en"][1] == "default"
+    assert rows["sr_Latn"][1] == "srp_Latn" and rows["zh"][1] == "cmn_Hani"
