@@ -37,6 +37,8 @@ for page in sorted(glob.glob("/usr/share/man/*/man1/man.1.gz")) + ["/usr/share/m
     # untranslated paragraphs stay English in a translated page: left out
     paras = [p for p in paragraphs(page) if lang == "en" or p not in english][:12]
     if len(paras) >= 6:
-        rows.append({"id": f"man1-{d if d != 'man1' else 'en'}", "lang": lang, "source": page, "text": "\n\n".join(paras)})
+        # field names a pipeline does not add itself (lang, source are columns of a run)
+        rows.append({"id": f"man1-{d if d != 'man1' else 'en'}", "expected_lang": lang, "man_page": page,
+                     "text": "\n\n".join(paras)})
 OUT.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
-print(len(rows), [r["lang"] for r in rows], OUT.stat().st_size)
+print(len(rows), [r["expected_lang"] for r in rows], OUT.stat().st_size)

@@ -389,7 +389,14 @@ class Heuristics(Stage):
         self.warned: set[str] = set()
 
     def metrics(self, table: pa.Table) -> dict:
-        return {"c4_lines_removed": int(pc.sum(table.column("c4_lines_removed")).as_py() or 0)}
+        out = {"c4_lines_removed": int(pc.sum(table.column("c4_lines_removed")).as_py() or 0)}
+        if "lang" in table.column_names and table.num_rows:  # documents judged by the default thresholds, by language
+            vc = pc.value_counts(table.column("lang").fill_null("und"))
+            unknown = {v.as_py(): c.as_py() for v, c in zip(vc.field("values"), vc.field("counts"))
+                       if not self.table.resolve(v.as_py())[1]}
+            if unknown:
+                out["default_thresholds"] = unknown
+        return out
 
     def rows(self, table: pa.Table) -> Rows:
         """Each row's thresholds, by its ``lang`` (and ``lang_script``) where langid ran before."""

@@ -86,7 +86,7 @@ def read_thresholds(path: str) -> dict[str, dict]:
     """``{language: dotted thresholds}`` of a ``datacurate calibrate`` YAML."""
     from datacurate.core.coerce import read_yaml
 
-    doc = read_yaml(path, "thresholds file") or {}
+    doc = read_yaml(path, "thresholds") or {}
     langs = doc.get("languages") if isinstance(doc, dict) else None
     if not isinstance(langs, dict):
         raise ValueError(f"{path}: a thresholds file has a 'languages:' mapping (as `datacurate calibrate` writes)")
@@ -143,7 +143,7 @@ class RuleTable:
         base = lang if lang else "und"
         out = dict(self.default)
         shipped = self.shipped(base, script)
-        known = shipped is not None or base == "en" or self.source == "none"
+        known = shipped is not None or base in ("en", "und") or self.source == "none"  # und: no text to judge
         if shipped:
             out.update(shipped)
         for key in (base, f"{base}_{script}" if script else None):

@@ -18,7 +18,7 @@ ROWS = [json.loads(line) for line in DATA.read_text().splitlines()]
 
 
 def text_of(lang: str) -> str:
-    return next(r["text"] for r in ROWS if r["lang"] == lang)
+    return next(r["text"] for r in ROWS if r["expected_lang"] == lang)
 
 
 def test_scripts_lid176_cannot_tell():

@@ -40,14 +40,14 @@ def test_every_lid176_language_has_rules():
 
 def test_real_prose_in_every_language_is_kept_with_its_rules_not_with_english_ones():
     out = LangId()(table())
-    assert out.column("lang").to_pylist() == [r["lang"] for r in ROWS]
+    assert out.column("lang").to_pylist() == [r["expected_lang"] for r in ROWS]
     annotated = out.drop_columns(["reject_reason"])
     per_lang = Heuristics()(annotated).column("reject_reason").to_pylist()
     english = Heuristics(language_rules="none")(annotated).column("reject_reason").to_pylist()
     assert per_lang == [None] * len(ROWS)  # Japanese and Chinese with their segmented words
     # English stop words reject most of them, English word lengths the Japanese and Chinese (the issue's finding)
     assert sum(e == "gopher/stop_words" for e in english) >= 12
-    assert [e for e, r in zip(english, ROWS) if r["lang"] in ("ja", "zh")] == ["gopher/mean_word_length"] * 2
+    assert [e for e, r in zip(english, ROWS) if r["expected_lang"] in ("ja", "zh")] == ["gopher/mean_word_length"] * 2
 
 
 def test_thresholds_are_per_row_and_english_keeps_its_own():
@@ -56,7 +56,7 @@ def test_thresholds_are_per_row_and_english_keeps_its_own():
     assert list(r["gopher_quality.min_mean_word_length"][:3]) == [3.0, 2.0, 1.0]
     assert list(r["fineweb.max_dup_line_char_ratio"][:3]) == [0.01, 0.1, 0.1]  # FineWeb-2's global change
     assert r["fineweb.max_short_line_ratio"][1] == np.inf and r["c4.enabled"][1] == 0  # no short-line rule, no C4
-    assert r["c4.enabled"][0] == 1 and r.unknown == {"und", "xx"}
+    assert r["c4.enabled"][0] == 1 and r.unknown == {"xx"}  # und (no text): the defaults, no warning
     script = cfg.table().rows(pa.array(["sr", "sr", "hi"]), pa.array(["Latn", "Cyrl", "Latn"]), 3)
     want = [fineweb2()["configs"][k]["line_punct_thr"] for k in ("srp_Latn", "srp_Cyrl", "hin_Latn")]
     assert list(script["fineweb.min_line_punct_ratio"]) == want
@@ -71,10 +71,11 @@ def test_a_language_without_rules_gets_the_default_and_one_warning(caplog):
     assert first == [None, None, None]  # English prose under English (default) rules
     warned = [rec.getMessage() for rec in caplog.records]
     assert len(warned) == 1 and "'xx'" in warned[0]
+    assert stage.metrics(stage(batch))["default_thresholds"] == {"xx": 2}  # stats.json names them once per run
 
 
 def test_stop_words_are_per_language():
-    ru = next(r["text"] for r in ROWS if r["lang"] == "ru")
+    ru = next(r["text"] for r in ROWS if r["expected_lang"] == "ru")
     batch = pa.table({"text": pa.array([ru, ru], pa.large_string()), "lang": ["ru", "fr"]})
     out = Heuristics(gopher_repetition={"enabled": False}, fineweb={"enabled": False}, c4={"enabled": False})(batch)
     assert out.column("reject_reason").to_pylist() == [None, "gopher/stop_words"]  # Russian words are no French stop words
@@ -83,7 +84,7 @@ def test_stop_words_are_per_language():
 def test_user_thresholds_and_overrides_win(tmp_path):
     path = tmp_path / "t.yaml"
     path.write_text(yaml.safe_dump({"languages": {"fr": {"fineweb": {"max_list_ratio": 0.001}}}}))
-    fr = next(r["text"] for r in ROWS if r["lang"] == "fr")
+    fr = next(r["text"] for r in ROWS if r["expected_lang"] == "fr")
     batch = pa.table({"text": pa.array([fr], pa.large_string()), "lang": ["fr"]})
     assert Heuristics(thresholds=str(path))(batch).column("reject_reason").to_pylist() == ["fineweb/list_ratio"]
     over = Heuristics(thresholds=str(path), per_language={"fr": {"fineweb": {"max_list_ratio": 0.5}}})
