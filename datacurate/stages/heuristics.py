@@ -425,8 +425,9 @@ class Heuristics(Stage):
         if cfg.gopher_repetition.enabled or cfg.gopher_quality.enabled or (cfg.fineweb.enabled and split):
             # one split into words serves Gopher, and FineWeb after C4 (the words of the lines C4 kept)
             words, words_per_line = split.words() if split else (ts.words_of(texts), None)
-            if langs is not None:
-                ws_counts, words = words.counts, split_words(texts, langs)
+            ws_counts, segmented = words.counts, langs is not None and bool(words_mod.unspaced_rows(texts).any())
+            if segmented:  # else the same words
+                words = split_words(texts, langs)
             word_len = words.lengths()
         if cfg.gopher_quality.enabled:
             rules += gopher_quality(texts, words, word_len, r)
@@ -446,7 +447,7 @@ class Heuristics(Stage):
         if cfg.fineweb.enabled:
             if split:
                 n_words = split.lines.per_doc(words_per_line * ~dropped).astype(np.int64)
-                if langs is not None:  # segmented words: scale by the share of whitespace words C4 kept
+                if segmented:  # segmented words: scale by the share of whitespace words C4 kept
                     n_words = np.rint(words.counts * ts.ratio(n_words, ws_counts, empty=1.0)).astype(np.int64)
             else:
                 n_words = words.counts if words is not None else split_words(texts, langs).counts
