@@ -28,7 +28,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from datacurate.core.coerce import opt
-from datacurate.core.schema import TEXT
+from datacurate.core.schema import LANG, LANG_SCRIPT, TEXT
 from datacurate.text import textstats as ts
 from datacurate.text import words as words_mod
 from datacurate.text.langrules import RuleTable, Rows, flatten
@@ -390,8 +390,8 @@ class Heuristics(Stage):
 
     def metrics(self, table: pa.Table) -> dict:
         out = {"c4_lines_removed": int(pc.sum(table.column("c4_lines_removed")).as_py() or 0)}
-        if "lang" in table.column_names and table.num_rows:  # documents judged by the default thresholds, by language
-            vc = pc.value_counts(table.column("lang").fill_null("und"))
+        if LANG in table.column_names and table.num_rows:  # documents judged by the default thresholds, by language
+            vc = pc.value_counts(table.column(LANG).fill_null("und"))
             unknown = {v.as_py(): c.as_py() for v, c in zip(vc.field("values"), vc.field("counts"))
                        if not self.table.resolve(v.as_py())[1]}
             if unknown:
@@ -401,8 +401,8 @@ class Heuristics(Stage):
     def rows(self, table: pa.Table) -> Rows:
         """Each row's thresholds, by its ``lang`` (and ``lang_script``) where langid ran before."""
         cols = table.column_names
-        langs = table.column("lang").combine_chunks() if "lang" in cols else None
-        scripts = table.column("lang_script").combine_chunks() if "lang_script" in cols else None
+        langs = table.column(LANG).combine_chunks() if LANG in cols else None
+        scripts = table.column(LANG_SCRIPT).combine_chunks() if LANG_SCRIPT in cols else None
         r = self.table.rows(langs, scripts, table.num_rows)
         for lang in sorted(r.unknown - self.warned):  # once per language and stage instance
             log.warning("heuristics: no thresholds for language %r: it gets the default ones "
@@ -416,7 +416,7 @@ class Heuristics(Stage):
         texts = view = layout_normalized(stored)  # the rules judge this view; the stored text keeps its characters
         n = len(texts)
         r = self.rows(table)
-        langs = table.column("lang").combine_chunks() if "lang" in table.column_names else None
+        langs = table.column(LANG).combine_chunks() if LANG in table.column_names else None
         rules: list = []
         words = split = None
         c4_on = cfg.c4.enabled and bool(r["c4.enabled"].any())
