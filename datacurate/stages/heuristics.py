@@ -10,6 +10,12 @@ published ones (the README's ``heuristics`` table lists them): Gopher quality (R
 2.2: line removal rewrites ``text``, as C4 did; the number of removed lines is in
 ``c4_lines_removed``) and FineWeb's own rules.
 
+Per language: every threshold is read per document from its ``lang`` (and ``lang_script``)
+column through :mod:`datacurate.text.langrules` (FineWeb-2's configs, a ``datacurate
+calibrate`` YAML, ``per_language`` overrides; English and unknown languages take the keys
+below), gathered into per-row arrays; words come from :mod:`datacurate.text.words` by
+language; sentence ends are per script (:data:`SCRIPT_ENDS`).
+
 All statistics are computed over the whole batch at once (see ``textstats``), on the
 layout-normalised view of the text (:mod:`datacurate.text.layout`: Unicode spaces as
 spaces, invisible format characters out; the white space of RE2's regular expressions is ASCII);
