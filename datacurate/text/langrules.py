@@ -141,6 +141,8 @@ class RuleTable:
     def resolve(self, lang: str, script: Optional[str] = None) -> tuple[dict, bool]:
         """(thresholds of ``lang`` in ``script``, whether any source knew the language)."""
         base = lang if lang else "und"
+        if script is None and "_" in base:  # a label that carries its script: sr_Latn, fra_Latn
+            base, script = split_key(base)
         out = dict(self.default)
         shipped = self.shipped(base, script)
         known = shipped is not None or base in ("en", "und") or self.source == "none"  # und: no text to judge

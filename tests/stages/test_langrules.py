@@ -61,6 +61,10 @@ def test_thresholds_are_per_row_and_english_keeps_its_own():
     script = cfg.table().rows(pa.array(["sr", "sr", "hi"]), pa.array(["Latn", "Cyrl", "Latn"]), 3)
     want = [fineweb2()["configs"][k]["line_punct_thr"] for k in ("srp_Latn", "srp_Cyrl", "hin_Latn")]
     assert list(script["fineweb.min_line_punct_ratio"]) == want
+    # labels of a GlotLID-style model that lid.176 lacks, and labels carrying their script
+    other = cfg.table().rows(pa.array(["aai", "sr_Latn", "fra_Latn"]), pa.array(["Latn", None, None]), 3)
+    want = [fineweb2()["configs"][k]["line_punct_thr"] for k in ("aai_Latn", "srp_Latn", "fra_Latn")]
+    assert list(other["fineweb.min_line_punct_ratio"]) == want and not other.unknown
 
 
 def test_a_language_without_rules_gets_the_default_and_one_warning(caplog):
