@@ -8,12 +8,14 @@ which rule:
   scores (FineWeb-2's formula, from its paper).
 - **stop words**: the language's most frequent words: every word making more than 0.8 % of
   the language's word occurrences (0.3 %, then 0.2 %, when that gives fewer than 8), numbers
-  and punctuation left out. These shares are those of the statistics script of FineWeb-2's
-  authors (its ``to_clean_stopwords``, run with datatrove's ``LanguageStatsCollector``).
+  and punctuation left out. These shares are those of a public threshold-fitting script over
+  datatrove's ``LanguageStatsCollector`` (its ``to_clean_stopwords``; it fits Wikipedia and
+  CommonCrawl samples of FineWeb-2's canary languages, and a sibling script's paths name one of
+  the paper's authors; it is not in the fineweb-2 repository, so the attribution is ours).
 - **every rule's threshold, by quantile transfer**: the threshold removes from the language the
   same share of its documents that the English threshold (the stage's keys: FineWeb's) removes
   from the English documents of the same sample. Where the sample has too few English
-  documents, the shares of the authors' quantile script (``filters_q``) are used for the rules
+  documents, the shares of that script's quantile mode (``filters_q``) are used for the rules
   it sets: mean word length 0.01 % on each side, words with a letter 25 %, lines ending in
   punctuation 20 %, newlines per word 3 %; the repetition rules are then not fitted (the
   shipped values stay). FineWeb-2's repository publishes the fitted configs, not the fitting
