@@ -42,12 +42,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import yaml
 
-from datacurate.core.schema import LANG
+from datacurate.core.schema import LANG, LANG_SCRIPT
 from datacurate.report import svg
 from datacurate.stages import heuristics as hr
 from datacurate.stages.langid import LangId
 from datacurate.text import textstats as ts
 from datacurate.text import words as words_mod
+from datacurate.text.langrules import fineweb2
 from datacurate.text.layout import layout_normalized
 
 REFERENCE = "en"
@@ -86,7 +87,23 @@ def statistics(table: pa.Table) -> tuple[np.ndarray, dict]:
     if "lang_score" in table.column_names:
         values["lang_score"] = np.asarray(table.column("lang_score").to_numpy(zero_copy_only=False), dtype=np.float64)
     values["_words"] = words
-    return np.asarray(langs.fill_null("und").to_numpy(zero_copy_only=False), dtype=object), values
+    return group_keys(table), values
+
+
+def group_keys(table: pa.Table) -> np.ndarray:
+    """Each row's key in the thresholds file: its language, with its script (``sr_Latn``) where
+    the language is written in several (FineWeb-2 fits each language-script apart)."""
+    langs = np.asarray(table.column(LANG).cast(pa.string()).fill_null("und").to_numpy(zero_copy_only=False),
+                       dtype=object)
+    if LANG_SCRIPT not in table.column_names:
+        return langs
+    scripts = np.asarray(table.column(LANG_SCRIPT).cast(pa.string()).fill_null("").to_numpy(zero_copy_only=False),
+                         dtype=object)
+    lid = fineweb2()["lid176"]
+    codes, inv = np.unique(langs.astype(str), return_inverse=True)
+    several = np.array([len(lid.get(code) or {}) > 1 for code in codes], dtype=bool)[inv]  # per distinct language
+    with_script = np.char.add(np.char.add(langs.astype(str), "_"), scripts.astype(str)).astype(object)
+    return np.where(several & (scripts != ""), with_script, langs)
 
 
 def collect(tables, languages: Optional[list[str]], sample: int, langid: Optional[LangId]) -> dict[str, Sample]:
@@ -98,7 +115,8 @@ def collect(tables, languages: Optional[list[str]], sample: int, langid: Optiona
         words: ts.Pieces = values.pop("_words")
         lower = pc.utf8_lower(words.values)
         for lang in np.unique(langs):
-            if lang == "und" or (languages and lang not in languages and lang != REFERENCE):
+            if lang == "und" or (languages and lang not in languages and lang.split("_")[0] not in languages
+                                 and lang != REFERENCE):
                 continue
             s = out.setdefault(lang, Sample({}, {}))
             rows = np.flatnonzero(langs == lang)[: max(sample - s.n, 0)]
@@ -211,8 +229,9 @@ def calibrate(inputs: list[str], out: str, languages: Optional[list[str]] = None
     english = hr.HeuristicsConfig(language_rules="none").table().resolve(REFERENCE)[0]
     fitted, plots = fit(samples, english, min_docs)
     if languages:
-        fitted = {k: v for k, v in fitted.items() if k in languages}
-        plots = {k: v for k, v in plots.items() if k in languages}
+        wanted = lambda k: k in languages or k.split("_")[0] in languages  # noqa: E731 - sr: sr_Cyrl and sr_Latn
+        fitted = {k: v for k, v in fitted.items() if wanted(k)}
+        plots = {k: v for k, v in plots.items() if wanted(k)}
     doc = {"source": "datacurate calibrate (FineWeb-2's method; see datacurate/calibrate.py)",
            "inputs": list(inputs), "sample_docs": {k: samples[k].n for k in fitted}, "languages": fitted}
     Path(out).write_text(yaml.safe_dump(doc, allow_unicode=True, sort_keys=False))
