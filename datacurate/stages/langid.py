@@ -113,7 +113,7 @@ class LangId(Stage):
     Config = LangIdConfig
     columns = {LANG: pa.string(), "lang_score": pa.float32(), LANG_SCRIPT: pa.string()}
     scores = {"lang_score": Score("langid: top-1 language probability", "min_score",
-                                  applies=lambda c: c.languages is not None)}
+                                  applies=lambda c: c.languages is not None and not c.min_scores and not c.thresholds)}
     counted = {"lang": ("language", "documents langid saw")}
 
     def __init__(self, config: LangIdConfig | None = None, **params):
