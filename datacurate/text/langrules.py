@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import functools
 import json
+import unicodedata
 from pathlib import Path
 from typing import Optional
 
@@ -174,6 +175,32 @@ class RuleTable:
         return Rows(resolved, np.asarray(enc.indices, dtype=np.int64), unknown)
 
 
+def _edge(c: str) -> bool:
+    return unicodedata.category(c)[0] in "PZ"
+
+
+@functools.lru_cache(maxsize=512)
+def _stop_list(words: tuple) -> tuple:
+    out = set()
+    for w in words:
+        w = str(w).lower()
+        i, j = 0, len(w)
+        while i < j and _edge(w[i]):
+            i += 1
+        while j > i and _edge(w[j - 1]):
+            j -= 1
+        if i < j:
+            out.add(w[i:j])
+    return tuple(sorted(out))
+
+
+def stop_list(words) -> tuple:
+    """Stop words as words are compared: lower-cased, punctuation and spaces stripped from the
+    ends as :mod:`datacurate.text.words` strips them (FineWeb-2's Tibetan stop words end with the
+    tsheg ``་``, which is a separator of our words; ``།`` alone is no word)."""
+    return _stop_list(tuple(words))
+
+
 class Rows:
     """Thresholds gathered per row: ``rows[key]`` is a (n,) array (``rows.idx``: each row's rule set)."""
 
@@ -192,7 +219,7 @@ class Rows:
         enc = pc.dictionary_encode(pc.utf8_lower(words))
         if isinstance(enc, pa.ChunkedArray):
             enc = enc.combine_chunks()
-        lists = [tuple(sorted({str(w).lower() for w in r.get(key) or []})) for r in self.rules]
+        lists = [stop_list(r.get(key) or []) for r in self.rules]
         distinct = sorted(set(lists))
         table = np.zeros((len(distinct), len(enc.dictionary)), dtype=bool)  # (lists, distinct words)
         for i, stop in enumerate(distinct):
