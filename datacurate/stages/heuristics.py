@@ -27,7 +27,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Literal, Optional
 
 import numpy as np
 import pyarrow as pa
@@ -106,7 +106,7 @@ class HeuristicsConfig:
     gopher_repetition: GopherRepetitionConfig = field(default_factory=GopherRepetitionConfig)
     c4: C4Config = field(default_factory=C4Config)
     fineweb: FineWebConfig = field(default_factory=FineWebConfig)
-    language_rules: str = opt("fineweb2", "thresholds per row's `lang`: fineweb2 = FineWeb-2's config of the "
+    language_rules: Literal["fineweb2", "none"] = opt("fineweb2", "thresholds per row's `lang`: fineweb2 = FineWeb-2's config of the "
                               "language (every lid.176 language but en/eml; README), none = the keys above for all")
     thresholds: Optional[str] = opt(None, "a YAML of per-language thresholds (`datacurate calibrate` writes one); "
                                     "over the shipped ones")
