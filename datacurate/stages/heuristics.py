@@ -206,6 +206,7 @@ class Heuristics(Stage):
     name = "heuristics"
     Config = HeuristicsConfig
     columns = {"c4_lines_removed": pa.int32()}
+    uses_words = True  # words by language (datacurate.text.words): segmenters checked at plan time
 
     @classmethod
     def rewrites_text(cls, config) -> bool:
