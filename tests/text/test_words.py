@@ -108,7 +108,8 @@ def test_script_decides_where_the_language_does_not():
     by_lang = w.split_words(text, ["ja", "en", "th", "lo"])
     assert doc_words(by_lang, 0) == doc_words(by_lang, 1)  # kana -> Japanese even on an English row
     assert doc_words(by_lang, 2) == doc_words(by_lang, 3)  # Thai script on a Lao row -> Thai
-    assert w.segmenter_for("zh_Hant") == w.segmenter_for("zh") == seg.DEFAULT["zh"]
+    assert w.segmenter_for("zh_Hant") == w.segmenter_for("zh") == w.segmenter_for("cmn_Hani") == seg.DEFAULT["zh"]
+    assert w.segmenter_for("jpn_Jpan") == seg.DEFAULT["ja"] and w.segmenter_for("__label__th") == seg.DEFAULT["th"]
     assert w.segmenter_for("en") is None and w.segmenter_for(None) is None and w.segmenter_for("und") is None
 
 
