@@ -160,6 +160,32 @@ def spaced(texts: pa.Array, langs=None, table: dict | None = None) -> pa.Array:
     return pc.replace_with_mask(texts, pa.array(rows), pa.array(new, type=texts.type))
 
 
+def chunks(text: str, spaced_text: str, k: int) -> list[str]:
+    """``text`` cut after every ``k`` words and the spaces after them, words as in
+    ``spaced_text`` (:func:`spaced` of it: spaces inserted, zero-width spaces made spaces, a
+    Tibetan tsheg dropped); the pieces concatenate back to ``text``."""
+    where, i = [], 0  # where[j]: the position in text of spaced_text[j]'s character, -1 if inserted
+    for c in spaced_text:
+        if i < len(text) and c == " " and text[i] in _SEP:
+            where.append(i)
+            while i < len(text) and text[i] in _SEP:
+                i += 1
+        elif i < len(text) and c == text[i]:
+            where.append(i)
+            i += 1
+        elif c == " ":
+            where.append(-1)
+        else:  # characters the segmenter dropped (a tsheg): skip to this one
+            i = text.find(c, i)
+            if i < 0:  # not text with spaces put in: one piece, as before
+                return [text]
+            where.append(i)
+            i += 1
+    cuts = [m.start() for n, m in enumerate(re.finditer(r"\S+", spaced_text)) if n and n % k == 0]
+    bounds = [0] + [where[j] for j in cuts] + [len(text)]
+    return [text[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
+
+
 def split_words(texts: pa.Array, langs=None, table: dict | None = None) -> ts.Pieces:
     """Every document's tokens in order (the shape of :func:`textstats.split_whitespace`):
     whitespace tokens, with each run of an unspaced script cut into its words

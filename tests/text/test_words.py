@@ -178,3 +178,14 @@ def test_joined_calls_cut_each_run_as_alone(name, lang):
     assert len(runs) > 20
     fn = seg.load(name)
     assert seg.segment_runs(name, lang, runs) == [fn(r, lang) for r in runs]
+
+
+def test_chunks_map_words_back_to_the_text():
+    """chunks(): pieces of k words of the original text, whatever spaced() changed (spaces put
+    in, zero-width spaces made one space, the Tibetan tsheg dropped)."""
+    for lang, k in (("zh", 5), ("km", 4), ("dz", 3), ("th", 7), ("my", 2)):
+        for text in texts_of(lang)[:3]:
+            sp = w.spaced(pa.array([text]), lang)[0].as_py()
+            pieces = w.chunks(text, sp, k)
+            assert "".join(pieces) == text
+            assert len(pieces) == -(-len(sp.split()) // k)
