@@ -34,14 +34,9 @@ the frontier plot benchmarks/results/extract_frontier.svg.
 from __future__ import annotations
 
 import argparse
-import gzip
-import hashlib
 import json
-import re
-import statistics
 import sys
 import time
-from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -50,22 +45,18 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from datacurate.stages.extract import ExtractConfig  # noqa: E402
-from datacurate.readers.warc import decode  # noqa: E402
+from datacurate.text import charset, extract_eval  # noqa: E402
+from datacurate.text.extract_eval import held_back, prf, shingle_tp_fp_fn, snippet_counts, snippet_prf  # noqa: E402,F401
 from datacurate.text.html import native_text, resiliparse_text, trafilatura_text  # noqa: E402
-
-_TOKEN_RE = re.compile(r"\w+", re.UNICODE | re.MULTILINE | re.IGNORECASE | re.DOTALL)
-
 
 def load_pages(directory: Path = DATA) -> dict[str, tuple[str, str]]:
     """id -> (html, reference body) of every page of a benchmark directory."""
-    truth = json.loads((Path(directory) / "ground-truth.json").read_text(encoding="utf-8"))
-    return {k: (gzip.decompress((Path(directory) / "html" / f"{k}.html.gz").read_bytes()).decode("utf-8"),
-                v.get("articleBody", "")) for k, v in sorted(truth.items())}
+    return extract_eval.load_pages(directory)
 
 
-def held_back(set_name: str, page_id: str) -> bool:
-    """The held-back quarter of a set: fixed by the page's id, never by the engines' output."""
-    return int(hashlib.sha1(f"{set_name}/{page_id}".encode()).hexdigest(), 16) % 4 == 0
+def decode_page(payload: bytes) -> str:
+    """A page's bytes as our WARC reader decodes an HTML payload with no HTTP charset."""
+    return charset.decode(payload, None).text
 
 
 def load_trafilatura_eval(tests: Path) -> dict[str, tuple[str, dict]]:
@@ -78,51 +69,9 @@ def load_trafilatura_eval(tests: Path) -> dict[str, tuple[str, dict]]:
         for sub in ("cache", "eval"):
             path = Path(tests) / sub / item["file"]
             if path.is_file():
-                out[url] = (decode(path.read_bytes(), None, "text/html")[0], item)
+                out[url] = (decode_page(path.read_bytes()), item)
                 break
     return out
-
-
-def _norm(text: str) -> str:
-    return re.sub(r"\s+", " ", text).strip()
-
-
-def snippet_counts(item: dict, pred: str) -> tuple[int, int, int, int]:
-    """trafilatura's ``eval_common.count_item``: (tp, fp, fn, tn) of one page's snippets."""
-    text = _norm(pred or "")
-    tp = sum(_norm(w) in text for w in item["with"])
-    fp = sum(_norm(w) in text for w in item["without"])
-    return tp, fp, len(item["with"]) - tp, len(item["without"]) - fp
-
-
-def snippet_prf(counts: list[tuple[int, int, int, int]]) -> dict[str, float]:
-    tp, fp, fn, _ = (sum(c[i] for c in counts) for i in range(4))
-    p, r = tp / max(tp + fp, 1), tp / max(tp + fn, 1)
-    return {"f1": 2 * p * r / (p + r) if p + r else 0.0, "precision": p, "recall": r}
-
-
-def shingle_tp_fp_fn(true: str, pred: str, n: int = 4) -> tuple[float, float, float]:
-    """scrapinghub's ``string_shingle_matching``: shingle counts, normalised to sum 1."""
-    def shingles(text: str) -> Counter:
-        toks = _TOKEN_RE.findall(text or "")
-        return Counter(tuple(toks[i:i + n]) for i in range(max(1, len(toks) - n + 1)) if toks[i:i + n])
-
-    t, p = shingles(true), shingles(pred)
-    tp = sum(min(t[k], p[k]) for k in t.keys() | p.keys())
-    fp = sum(max(0, p[k] - t[k]) for k in p)
-    fn = sum(max(0, t[k] - p[k]) for k in t)
-    s = tp + fp + fn
-    return (tp / s, fp / s, fn / s) if s else (0.0, 0.0, 0.0)
-
-
-def prf(counts: list[tuple[float, float, float]]) -> dict[str, float]:
-    """scrapinghub's ``metrics_from_tp_fp_fns``: mean precision, mean recall, their F1."""
-    def ratio(a, b, other):
-        return 1.0 if b == other == 0 else (0.0 if a == b == 0 else a / (a + b))
-
-    precision = statistics.mean(ratio(tp, fp, fn) for tp, fp, fn in counts if tp + fp > 0)
-    recall = statistics.mean(ratio(tp, fn, fp) for tp, fp, fn in counts if tp + fn > 0)
-    return {"f1": 2 * precision * recall / (precision + recall), "precision": precision, "recall": recall}
 
 
 def boilerplate_share(text: str) -> float:

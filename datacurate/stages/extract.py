@@ -18,9 +18,9 @@ status (``extract/http_status``), a content type other than HTML (``extract/not_
 images, PDFs, ...; a WET ``conversion`` record is text already and passes unchanged),
 an extraction that overran ``timeout`` (``extract/timeout``) or failed
 (``extract/error``), or no text (``extract/empty``). Extraction runs in a child process
-killed on timeout (:mod:`datacurate.text.sandbox`), so one pathological page costs
+killed on timeout (:mod:`datacurate.core.sandbox`), so one pathological page costs
 ``timeout`` seconds and its batch goes on; a child that keeps dying before it takes
-its batch is restarted :data:`~datacurate.text.sandbox.MAX_FUTILE` times, then the rest of
+its batch is restarted :data:`~datacurate.core.sandbox.MAX_FUTILE` times, then the rest of
 the batch is ``extract/error`` (``worker_gave_up`` counts them, one warning). Kept rows carry the extracted text; the HTML
 is dropped unless ``keep_html`` (rejected rows keep their input text, the HTML).
 """
@@ -39,7 +39,7 @@ from datacurate.core.coerce import opt
 from datacurate.core.schema import TEXT
 from datacurate.stages.base import Stage, first_reason, value_counts
 from datacurate.text import html as html_engines
-from datacurate.text.sandbox import CRASH, ERROR, OK, TIMEOUT, Sandbox
+from datacurate.core.sandbox import CRASH, ERROR, OK, TIMEOUT, Sandbox
 
 HTTP_STATUS, NOT_HTML, TIMED_OUT, FAILED, EMPTY = (
     "extract/http_status", "extract/not_html", "extract/timeout", "extract/error", "extract/empty")
