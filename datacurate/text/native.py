@@ -68,7 +68,7 @@ BOILERPLATE_ROLES = frozenset("navigation banner contentinfo complementary menu 
 _HIDDEN_STYLE = re.compile(r"display:\s*none|visibility:\s*hidden")
 # a short paragraph that asks for cookie consent (a banner whose name says nothing: "notice-bar")
 _COOKIE_TEXT = re.compile(r"\b(?:we|this (?:web)?site|our (?:web)?site|the (?:web)?site) (?:use|uses|utili[sz]es?) "
-                          r"cookies|\baccept (?:all )?cookies|\bcookie (?:settings|preferences)\b|"
+                          r"cookies|\baccept all cookies|\bcookie (?:settings|preferences)\b|"
                           r"\bby continuing to (?:use|browse)", re.I)
 COOKIE_MAX_WORDS = 80  # consent banners run 15-60 words; an article about cookies has longer paragraphs
 
