@@ -50,7 +50,7 @@ import re
 from selectolax.lexbor import LexborHTMLParser
 
 from datacurate.text import native_dom
-from datacurate.text.native_names import BOILER, HIDDEN, NAMES, NEUTRAL, name_kind
+from datacurate.text.native_names import BOILER, HIDDEN, NAMES, NEUTRAL, TALK, name_kind
 
 # never content: scripts, styles, embedded media, page chrome and form controls (the
 # <form> itself stays: ASP.NET pages wrap the whole body in one)
@@ -91,6 +91,8 @@ MIN_ROOT_CHARS = 250   # ... and at least this many characters (less: the page i
 SPLIT_SHARE = 0.3      # matches of one landmark this large beside the largest: take their common ancestor
 GUARD_SHARE = 0.6      # a boilerplate match holding more of the container's text is a wrapper and stays
 HIDDEN_GUARD_SHARE = 0.9  # a hidden match stays only when it is nearly the whole page (shown by its scripts)
+DISCUSSION_SHARE = 0.5  # comment-named subtrees holding this much of the container's text: a thread, kept ...
+MAX_POST_SHARE = 0.5    # ... when no one of them holds this much of it (not one comment section's wrapper)
 MAX_LINK_DENSITY = 0.5  # more of a paragraph's characters inside links: navigation
 SHORT_LINK_DENSITY = 0.25  # ... and for a paragraph under GOOD_WORDS words, this much already
 MAX_OUTSIDE = 0.35     # the main region holds at least 65 % of the good paragraphs' text
@@ -107,17 +109,21 @@ _IN_LINK = ", ".join(f"a {t}" for t in ("p", "div", "li", "span", "h1", "h2", "h
 _PARAGRAPHS = native_dom.Paragraphs(BLOCK_TAGS, _IN_LINK)
 
 
-def scan(body) -> tuple[list[list], list, list[bool]]:
+def scan(body) -> tuple[list[list], list, list[int]]:
     """One pass over the named elements: the landmark candidates by level (``itemprop=
     articleBody``, article-body class / id names, ``<article>``, ``<main>`` / ``role=main``),
     the boilerplate subtrees (a boilerplate class / id, a chrome ARIA role, or hidden) and,
-    for each, whether it is hidden."""
+    for each, why: :data:`HIDDEN`, :data:`TALK` (a comment's name) or :data:`BOILER`."""
     levels: list[list] = [[], [], [], []]
     boiler, hidden = [], []
+    seen = set()  # lexbor returns an element once per selector of the list it matches
     for n in body.css(_SCAN):
+        if n.mem_id in seen:
+            continue
+        seen.add(n.mem_id)
         a = n.attributes
         cls, ident = a.get("class") or "", a.get("id") or ""
-        is_body, kind = NAMES.get(f"{cls}\0{ident}") or name_kind(cls, ident)
+        is_body, kind, talk = NAMES.get(f"{cls}\0{ident}") or name_kind(cls, ident)
         prop = a.get("itemprop")
         if prop is not None and prop.lower() == "articlebody":
             levels[0].append(n)
@@ -130,16 +136,16 @@ def scan(body) -> tuple[list[list], list, list[bool]]:
             levels[3].append(n)
         if kind == BOILER:
             boiler.append(n)
-            hidden.append(False)
+            hidden.append(TALK if talk else BOILER)
             continue
         style = a.get("style")
         if (kind == HIDDEN or "hidden" in a or a.get("aria-hidden") == "true"
                 or (style is not None and _HIDDEN_STYLE.search(style.lower()))):
             boiler.append(n)
-            hidden.append(True)
+            hidden.append(HIDDEN)
         elif kind == NEUTRAL and role in BOILERPLATE_ROLES:
             boiler.append(n)
-            hidden.append(False)
+            hidden.append(BOILER)
     return levels, boiler, hidden
 
 
@@ -161,6 +167,18 @@ def container(levels: list[list], body, total: int):
         big = [n for k, n in hits if k >= SPLIT_SHARE * best_len]
         return native_dom.common_ancestor(big) if len(big) > 1 else next(n for k, n in hits if k == best_len)
     return body
+
+
+def _discussion(boiler: list, why: list[int], body, root_chars: int) -> bool:
+    """Are the comment-named subtrees the page (a forum thread, a Q&A page), not its margin?
+    The outermost ones hold :data:`DISCUSSION_SHARE` of the container's text, as separate
+    posts: none holds :data:`MAX_POST_SHARE` of it alone (an article's comment section is one
+    wrapper around them all)."""
+    talk = [n for n, w in zip(boiler, why) if w == TALK]
+    sub = native_dom.Subtrees(talk, body)
+    posts = [sub.chars(k) for k, a in enumerate(sub.above) if a is None]
+    held = sum(posts)
+    return held >= DISCUSSION_SHARE * root_chars and max(posts) < MAX_POST_SHARE * held
 
 
 def _drop_image_figures(tree) -> None:
@@ -302,10 +320,13 @@ def native_text(html: str, options: dict | None = None) -> str:
         total = len(body.text(deep=True)) if body is not None else 0
     if not total:
         return ""
-    levels, boiler, hidden = scan(body)
+    levels, boiler, why = scan(body)
     root = container(levels, body, total)
     root_chars = len(root.text(deep=True))
-    native_dom.prune(boiler, [int((HIDDEN_GUARD_SHARE if h else GUARD_SHARE) * root_chars) for h in hidden], body)
+    if TALK in why and _discussion(boiler, why, body, root_chars):  # a forum thread: its posts are the page
+        boiler, why = [n for n, w in zip(boiler, why) if w != TALK], [w for w in why if w != TALK]
+    native_dom.prune(boiler, [int((HIDDEN_GUARD_SHARE if w == HIDDEN else GUARD_SHARE) * root_chars) for w in why],
+                     body)
     paras = _PARAGRAPHS(root)
     lines = [t for t in _classify(paras, (options or {}).get("region", True), root.mem_id != body.mem_id) if t]
     return "\n".join(lines)

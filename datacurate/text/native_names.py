@@ -123,10 +123,13 @@ def hides(tokens: list[str]) -> bool:
 
 NAMES: dict = {}  # "class\0id" -> kind (names repeat across elements and pages; read inline by the scan)
 HIDDEN, BOILER, NEUTRAL, CONTENT = 2, 1, 0, -1
+TALK = 3  # the engine's mark for a BOILER name that names comments
 
 
-def name_kind(cls: str, ident: str) -> tuple[bool, int]:
-    """(an article-body name?, HIDDEN / BOILER / NEUTRAL / CONTENT) of one element's class and id."""
+def name_kind(cls: str, ident: str) -> tuple[bool, int, bool]:
+    """(an article-body name?, HIDDEN / BOILER / NEUTRAL / CONTENT, a comment's name?) of one
+    element's class and id. Comments are boilerplate beside an article and the content of a
+    forum thread: the engine tells the two apart by how much of the page they hold."""
     key = f"{cls}\0{ident}"
     kind = NAMES.get(key)
     if kind is not None:
@@ -148,5 +151,5 @@ def name_kind(cls: str, ident: str) -> tuple[bool, int]:
         verdict = BOILER if boiler else NEUTRAL
     if len(NAMES) > MAX_CACHED_NAMES:
         NAMES.clear()
-    NAMES[key] = kind = (body, verdict)
+    NAMES[key] = kind = (body, verdict, any(p.startswith("comment") for p in stems))
     return kind
