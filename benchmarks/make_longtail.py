@@ -68,6 +68,7 @@ DEBIAN = {  # shape -> (package path under usr/share/doc, main selector, chrome 
 SNIPPET_WORDS = 12  # a snippet: a paragraph's first words (whole words; CJK: its first characters)
 SNIPPET_CHARS_NO_SPACE = 30
 MIN_PARAGRAPH_CHARS = 40
+MIN_CHARS_NO_SPACE = 15  # a line of Chinese or Japanese: ~15 characters say as much as 40 of English
 
 
 def _norm(text: str) -> str:
@@ -93,7 +94,8 @@ def paragraphs(html: str, selector: str = "body") -> list[str]:
     # each paragraph's longest text node: a snippet never spans a tag (a <br>, a link), where
     # expected outputs and extractors put white space differently (CJK text has none to lose)
     return [t for t in (_norm(max((x.text_content or "" for x in p.traverse(include_text=True) if x.tag == "-text"),
-                                  key=len, default="")) for p in root.css("p")) if len(t) >= MIN_PARAGRAPH_CHARS]
+                                  key=len, default="")) for p in root.css("p"))
+            if len(t) >= MIN_PARAGRAPH_CHARS or (len(t) >= MIN_CHARS_NO_SPACE and " " not in t)]
 
 
 def chrome(html: str, selector: str, main_text: str, k: int = 3) -> list[str]:
