@@ -36,10 +36,11 @@ out; ``<br>`` is a line break (addresses, poems). Every selection runs in lexbor
 (C) or in one Python scan of the named elements (decisions cached per class / id string); one
 ``traverse`` walks the text nodes; every walk up the tree is memoised, so no pass is
 quadratic on nested matches (:mod:`datacurate.text.native_dom`).
-Measured in ``benchmarks/eval_extract.py`` beside trafilatura and resiliparse (two public
-sets, dev and held-back quarters): F1 0.960 / 0.966 / 0.917 / 0.922 against trafilatura's
-0.960 / 0.976 / 0.922 / 0.922 at ~8x its pages per CPU-second, in process; resiliparse
-0.931 / 0.916 / 0.862 / 0.863. The trade-off: one pass, no fallback extractor to compare
+Measured in ``benchmarks/eval_extract.py`` beside trafilatura (``results/extract_issue49.json``;
+two public sets, dev and held-back quarters, and the long-tail set of ``tests/data/longtail``):
+F1 0.961 / 0.965 / 0.919 / 0.917 / 0.954 against trafilatura's 0.960 / 0.976 / 0.922 / 0.922 /
+0.938 (aeb dev / aeb held / trafilatura dev / trafilatura held / long tail) at 6-10x its pages
+per CPU-second, in process. The trade-off: one pass, no fallback extractor to compare
 with, so pages whose structure fools the rules are not rescued as trafilatura rescues them.
 """
 
