@@ -57,7 +57,7 @@ from datacurate.text.native_names import BOILER, HIDDEN, NAMES, NEUTRAL, TALK, n
 # <form> itself stays: ASP.NET pages wrap the whole body in one)
 UNWANTED_TAGS = ["script", "style", "noscript", "template", "head", "iframe", "object", "embed", "applet",
                  "svg", "math", "canvas", "video", "audio", "map", "picture", "source", "track", "nav",
-                 "aside", "footer", "menu", "button", "select", "textarea", "input", "label", "fieldset",
+                 "footer", "menu", "button", "select", "textarea", "input", "label", "fieldset",
                  "legend", "option", "datalist", "dialog", "frameset", "frame", "marquee"]
 # a figure is an image with its caption unless it holds one of these (WordPress's wp-block-table,
 # wp-block-code, wp-block-pullquote; Jekyll's <figure class="highlight"><pre>)
@@ -91,6 +91,7 @@ MIN_ROOT_SHARE = 0.25  # a landmark holds at least this share of the page's text
 MIN_ROOT_CHARS = 250   # ... and at least this many characters (less: the page is a stub, keep its all)
 SPLIT_SHARE = 0.3      # matches of one landmark this large beside the largest: take their common ancestor
 GUARD_SHARE = 0.6      # a boilerplate match holding more of the container's text is a wrapper and stays
+ASIDE_GUARD_SHARE = 0.5  # an <aside> holding more of the page's text is where the page put its article
 HIDDEN_GUARD_SHARE = 0.9  # a hidden match stays only when it is nearly the whole page (shown by its scripts)
 DISCUSSION_SHARE = 0.5  # comment-named subtrees holding this much of the container's text: a thread, kept ...
 MAX_POST_SHARE = 0.5    # ... when no one of them holds this much of it (not one comment section's wrapper)
@@ -180,6 +181,11 @@ def _discussion(boiler: list, why: list[int], body, root_chars: int) -> bool:
     posts = [sub.chars(k) for k, a in enumerate(sub.above) if a is None]
     held = sum(posts)
     return held >= DISCUSSION_SHARE * root_chars and max(posts) < MAX_POST_SHARE * held
+
+
+def _chrome_name(node) -> bool:
+    a = node.attributes
+    return name_kind(a.get("class") or "", a.get("id") or "")[1] in (BOILER, HIDDEN)
 
 
 def _drop_image_figures(tree) -> None:
@@ -314,6 +320,10 @@ def native_text(html: str, options: dict | None = None) -> str:
     if body is None:
         return ""
     total = len(body.text(deep=True))
+    asides = body.css("aside")
+    if asides:  # an <aside> holding most of the page, not named as chrome, is where a CMS put its article
+        native_dom.prune(asides, [total if _chrome_name(a) else int(ASIDE_GUARD_SHARE * total) for a in asides], body)
+        total = len(body.text(deep=True))
     if total < MIN_ROOT_CHARS:  # a page whose text sits inside a <noscript>, <nav> ... : scripts out only
         tree = LexborHTMLParser(html)
         tree.strip_tags(["script", "style", "template", "head"], recursive=True)
