@@ -212,3 +212,17 @@ def test_subtree_lengths_by_walk_equal_lexbor_text():
     walked = [sub.chars(k) for k in range(len(nodes))]
     assert sub._walked is not None
     assert walked == [len(n.text(deep=True)) for n in nodes]
+
+
+def test_an_aside_holding_the_article_is_kept_and_a_sidebar_aside_goes():
+    """rnz.de put its article in ``<aside class="nfy-pa nfy-pa-direct-content">``; a big
+    ``<aside class="sidebar widget-area">`` is still chrome."""
+    article = "".join(para(i) for i in range(4))
+    kept = native.native_text(page(f'<main><aside class="nfy-pa-direct-content">{article}</aside>'
+                                   '<aside class="related"><p>More news from the region today.</p></aside></main>'))
+    assert "harbour commission" in kept and "More news" not in kept
+    sidebar = ('<aside class="sidebar widget-area">' + "".join(
+        f"<p>Our shop ships blankets and cushions to every country in Europe within {i + 2} days.</p>"
+        for i in range(6)) + "</aside>")
+    gone = native.native_text(page(f'<div class="product">{article}</div>{sidebar}'))
+    assert "harbour commission" in gone and "ships blankets" not in gone
