@@ -118,6 +118,7 @@ def main() -> None:
     entries = []
 
     def add(pid: str, shape: str, html: str, source: dict, with_: list[str], without: list[str]) -> None:
+        pid = re.sub(r"[^A-Za-z0-9._-]", "_", pid)  # plain file names
         (OUT / "pages" / f"{pid}.html.gz").write_bytes(gzip.compress(html.encode("utf-8"), 9, mtime=0))
         entries.append({"id": pid, "shape": shape, "source": source, "with": with_, "without": without})
 
