@@ -8,8 +8,8 @@ with FineWeb's settings F1 0.964 at ~52 pages/s, resiliparse ``main_content`` 0.
 ~680 pages/s (its precision is what it loses; no hybrid tried reached trafilatura's F1
 at 5x its speed, see benchmarks/README.md). ``native``, our own rules over lexbor's DOM
 (:mod:`datacurate.text.native`), scores above trafilatura on the long-tail set (F1 0.954
-against 0.938) and within 0.005 on two of the four article sets, 0.0051 and 0.0111 below on
-the two held-back quarters, at 6-10x its pages per CPU-second. Quality first, as FineWeb:
+against 0.938) and within 0.005 on two of the four article sets, 0.0058 and 0.0111 below on
+the two held-back quarters, at 6-11x its pages per CPU-second. Quality first, as FineWeb:
 the default engine stays trafilatura until ``native`` is within 0.005 on every set.
 
 Rows come from the WARC readers (``url``, ``date``, ``content_type``, ``http_status``,

@@ -38,8 +38,8 @@ out; ``<br>`` is a line break (addresses, poems). Every selection runs in lexbor
 quadratic on nested matches (:mod:`datacurate.text.native_dom`).
 Measured in ``benchmarks/eval_extract.py`` beside trafilatura (``results/extract_issue49.json``;
 two public sets, dev and held-back quarters, and the long-tail set of ``tests/data/longtail``):
-F1 0.961 / 0.965 / 0.919 / 0.917 / 0.954 against trafilatura's 0.960 / 0.976 / 0.922 / 0.922 /
-0.938 (aeb dev / aeb held / trafilatura dev / trafilatura held / long tail) at 6-10x its pages
+F1 0.961 / 0.965 / 0.920 / 0.916 / 0.954 against trafilatura's 0.960 / 0.976 / 0.922 / 0.922 /
+0.938 (aeb dev / aeb held / trafilatura dev / trafilatura held / long tail) at 6-11x its pages
 per CPU-second, in process. The trade-off: one pass, no fallback extractor to compare
 with, so pages whose structure fools the rules are not rescued as trafilatura rescues them.
 """
