@@ -15,6 +15,7 @@ from datacurate.stages.extract import Extract
 from datacurate.stages.export_tokens import ExportTokens
 from datacurate.stages.heuristics import Heuristics
 from datacurate.stages.langid import LangId
+from datacurate.stages.model_classifier import ModelClassifier
 from datacurate.stages.pii import Pii
 from datacurate.stages.quality import Quality
 from datacurate.stages.tokenize import Tokenize
@@ -31,5 +32,5 @@ def register(cls: type[Stage]) -> type[Stage]:
 
 
 for _cls in (UrlFilter, Extract, LangId, Heuristics, Quality, Toxicity, Pii, Decontaminate, ExactDedup, NearDedup, Dsir,
-             Tokenize, Decompose, ExportTokens):
+             Tokenize, Decompose, ExportTokens, ModelClassifier):
     register(_cls)

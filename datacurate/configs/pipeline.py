@@ -51,7 +51,7 @@ class StageSpec:
     cls: Any = dataclasses.field(default=None, repr=False, compare=False)  # the stage class (default: the registry's)
 
     def __post_init__(self):
-        self.cls = self.cls or STAGES[self.name]
+        self.cls = self.cls or STAGES[self.name].for_config(self.config)
 
 
 @dataclass

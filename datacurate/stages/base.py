@@ -59,6 +59,12 @@ class Stage:
     output_metrics: ClassVar[tuple[str, ...]] = ()  # metrics naming what it wrote (``datacurate run`` lists them)
 
     @classmethod
+    def for_config(cls, config: Any) -> type:
+        """The class the engine reads for this configuration: ``cls``, or a subclass whose
+        ``columns`` carry names the configuration chose (``model_classifier``'s ``name``)."""
+        return cls
+
+    @classmethod
     def stats_key(cls, config: Any) -> str:
         """This stage's key in stats.json: its name, unless a stage that may appear twice
         in one pipeline (two exports) tells its instances apart."""
@@ -165,6 +171,7 @@ class GlobalStage(Stage):
     """
 
     is_global: ClassVar[bool] = True
+    uses_accelerators: ClassVar[bool] = False  # phases want the cluster's GPUs (never the in-process small-input path there)
 
     def preflight(self, cfg, index: int) -> None:
         """Checks before any work starts (``cfg``: the pipeline, this stage is
