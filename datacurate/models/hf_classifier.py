@@ -60,15 +60,30 @@ def id2label(path: str) -> dict[int, str]:
     return {int(k): str(v) for k, v in (cfg.get("id2label") or {}).items()}
 
 
+def context_length(path: str) -> int:
+    """Tokens the model reads at most: its position embeddings (and the tokenizer's
+    ``model_max_length``, where set), 512 where neither says."""
+    cfg = json.loads((Path(path) / "config.json").read_text())
+    if "base_model" in cfg:
+        cfg = json.loads((Path(resolve(cfg["base_model"])) / "config.json").read_text())
+    n = int(cfg.get("max_position_embeddings") or 512)
+    tok = Path(path) / "tokenizer_config.json"
+    limit = json.loads(tok.read_text()).get("model_max_length") if tok.is_file() else None
+    return min(n, int(limit)) if isinstance(limit, (int, float)) and limit < 1e6 else n
+
+
 def load_model(path: str, device: str = "cpu", dtype: str = "float32"):
     """The model of the directory ``path`` in eval mode, on ``device``; a callable
     ``(input_ids, attention_mask) -> logits (B, L)``."""
     import torch
     from transformers import AutoConfig, AutoModel, AutoModelForSequenceClassification
 
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()  # a "Loading weights" bar per worker otherwise
     torch_dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[dtype]
     if architecture(path) == "auto":
-        model = AutoModelForSequenceClassification.from_pretrained(path, local_files_only=True, torch_dtype=torch_dtype)
+        model = AutoModelForSequenceClassification.from_pretrained(path, local_files_only=True, dtype=torch_dtype)
         model.eval().to(device)
         return lambda ids, mask: model(input_ids=ids, attention_mask=mask).logits
     cfg = json.loads((Path(path) / "config.json").read_text())
@@ -76,8 +91,11 @@ def load_model(path: str, device: str = "cpu", dtype: str = "float32"):
     body = AutoModel.from_config(base)
     fc = torch.nn.Linear(base.hidden_size, len(cfg["id2label"]))
     state = _state_dict(path)
-    body.load_state_dict({k.removeprefix("model."): v for k, v in state.items() if k.startswith("model.")},
-                         strict=False)
+    missing, _ = body.load_state_dict({k.removeprefix("model."): v for k, v in state.items()
+                                       if k.startswith("model.")}, strict=False)
+    missing = [k for k in missing if not k.endswith("position_ids")]  # a buffer older checkpoints lack
+    if missing:
+        raise ValueError(f"{path}: the checkpoint lacks weights of the base model: {missing[:3]}")
     fc.load_state_dict({k.removeprefix("fc."): v for k, v in state.items() if k.startswith("fc.")})
     body.eval().to(device, torch_dtype)
     fc.eval().to(device, torch_dtype)

@@ -51,10 +51,11 @@ class Calibration:
     top_fraction: Optional[float] = None  # keep this share of the scored documents (DCLM: 0.1)
     buckets: Optional[int] = None  # percentile buckets (Nemotron-CC: 20)
     weight: str = "tokens"  # the percentiles' mass: "tokens" or "documents"
+    ranks: bool = False  # percentile ranks even for one score without buckets
 
     @property
     def needs_ranks(self) -> bool:
-        return self.buckets is not None or len(self.scores) > 1
+        return self.ranks or self.buckets is not None or len(self.scores) > 1
 
 
 def weights(table: pa.Table, how: str) -> np.ndarray:
@@ -62,7 +63,7 @@ def weights(table: pa.Table, how: str) -> np.ndarray:
     ran, else its whitespace-separated words)."""
     if how == "documents":
         return np.ones(table.num_rows, np.int64)
-    if N_TOKENS in table.column_names:
+    if N_TOKENS in table.column_names and table.schema.field(N_TOKENS).type != pa.null():
         return np.asarray(table.column(N_TOKENS).fill_null(0), np.int64)
     words = pc.list_value_length(pc.utf8_split_whitespace(pc.fill_null(table.column(TEXT), "")))
     return np.asarray(words, np.int64)

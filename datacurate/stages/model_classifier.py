@@ -59,7 +59,8 @@ class ModelClassifierConfig(CalibrationKeys):
     head: Optional[Literal["regression", "softmax"]] = opt(
         None, "regression: score = logit 0; softmax: P(label); null: the preset's, else by the model's outputs")
     label: Optional[str] = opt(None, "softmax head: the label whose probability is the score; null: the top label's")
-    max_length: Optional[int] = opt(None, "tokens per document (the card's truncation); null: preset's, else 512")
+    max_length: Optional[int] = opt(None, "tokens per document (the card's truncation); null: the preset's, else "
+                                    "the model's context")
     max_chars: Optional[int] = opt(None, "characters given to the tokenizer first (NeMo's classifiers); null: all")
     int_score: Optional[list[float]] = opt(None, "[lo, hi]: <name>_int_score = round(clamp(score, lo, hi))")
     min_score: Optional[float] = opt(None, "reject documents scoring below this")
@@ -78,17 +79,17 @@ class ModelClassifierConfig(CalibrationKeys):
             if getattr(self, key) is None:
                 setattr(self, key, value)
         self.name = self.name or "model"
-        self.max_length = self.max_length or 512
         if self.model is None:
             raise ValueError("give a model (a directory or a hub id in the cache) or a preset")
         if not self.name.isidentifier():
             raise ValueError(f"name {self.name!r}: must be a plain identifier (it prefixes column names)")
         if self.int_score is not None and len(self.int_score) != 2:
             raise ValueError("int_score must be [lo, hi]")
-        if self.batch_tokens < self.max_length:
-            raise ValueError("batch_tokens must hold one document of max_length tokens")
         super().validate()
         path = hf.resolve(self.model)  # ModelNotFound (a ValueError): one line, before any work
+        self.max_length = self.max_length or hf.context_length(path)
+        if self.batch_tokens < self.max_length:
+            raise ValueError("batch_tokens must hold one document of max_length tokens")
         if self.head is None:
             self.head = "regression" if len(hf.id2label(path)) <= 1 else "softmax"
         if self.label is not None and self.label not in hf.id2label(path).values():
@@ -100,7 +101,7 @@ class ModelClassifierConfig(CalibrationKeys):
 
 
 @functools.lru_cache(maxsize=None)
-def _columns(name: str, head: str, int_score: bool, buckets: bool, domain: bool) -> type:
+def _columns(name: str, head: str, int_score: bool, buckets: bool) -> type:
     """The stage class of one configuration: its columns carry the configured ``name``."""
     cols = mb.columns(name, head, int_score, buckets)
     return type(f"ModelClassifier_{name}", (ModelClassifier,), {"columns": cols, "__module__": __name__})
@@ -114,8 +115,7 @@ class ModelClassifier(GlobalStage):
 
     @classmethod
     def for_config(cls, config: ModelClassifierConfig) -> type:
-        return _columns(config.name, config.head, config.int_score is not None, config.buckets is not None,
-                        config.domain is not None)
+        return _columns(config.name, config.head, config.int_score is not None, config.buckets is not None)
 
     @classmethod
     def stats_key(cls, config) -> str:

@@ -1,0 +1,170 @@
+"""``model_classifier``: small models built here from configs (random seeded weights, a
+WordPiece tokenizer trained with ``tokenizers``, never a download) score through the stage
+exactly as the same model run directly in a plain loop, documents longer than the context
+included; through a real local Ray pipeline too (the actor pool)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import orjson
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+import random_encoder  # noqa: E402
+
+
+def _texts(n: int = 40) -> list[str]:
+    rows = [json.loads(line)["text"] for line in (REPO / "sample_data/corpus/news.jsonl").open()]
+    return [t[:150] if i % 3 == 0 else t for i, t in enumerate(rows[:n])]  # a third shorter than the context
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory):
+    root, texts = tmp_path_factory.mktemp("models"), _texts(60)
+    return {"bert": random_encoder.build(root / "bert", texts, "tiny-bert"),
+            "deberta": random_encoder.build(root / "deberta", texts, "tiny-deberta", labels=["High", "Medium", "Low"]),
+            "nemo": random_encoder.build(root / "nemo", texts, "nemo-deberta", labels=["News", "Sports", "Science"])}
+
+
+def plain_loop(path: str, texts: list[str], nemo: bool = False) -> np.ndarray:
+    """The model run directly, one document at a time, truncated to its context: (N, L) logits."""
+    import torch
+    from transformers import AutoModel, AutoModelForSequenceClassification, AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(path)
+    if nemo:
+        from safetensors.torch import load_file
+
+        cfg = json.loads((Path(path) / "config.json").read_text())
+        from transformers import AutoConfig
+
+        state = load_file(f"{path}/model.safetensors")
+        body = AutoModel.from_config(AutoConfig.from_pretrained(cfg["base_model"]))
+        body.load_state_dict({k[6:]: v for k, v in state.items() if k.startswith("model.")})
+        fc = torch.nn.Linear(body.config.hidden_size, len(cfg["id2label"]))
+        fc.load_state_dict({"weight": state["fc.weight"], "bias": state["fc.bias"]})
+        body.eval()
+        run = lambda enc: fc(body(**enc).last_hidden_state[:, 0, :])  # noqa: E731
+    else:
+        model = AutoModelForSequenceClassification.from_pretrained(path).eval()
+        run = lambda enc: model(**enc).logits  # noqa: E731
+    out = []
+    with torch.no_grad():
+        for t in texts:
+            enc = tok(t, return_tensors="pt", truncation=True)
+            enc.pop("token_type_ids", None) if nemo else None
+            out.append(run(enc)[0].numpy())
+    return np.stack(out)
+
+
+def _softmax(z):
+    e = np.exp(z - z.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def test_regression_scores_equal_the_plain_loop_beyond_the_context(models):
+    from datacurate.stages.model_classifier import ModelClassifier
+    from transformers import AutoTokenizer
+
+    texts = _texts(40)
+    lengths = [len(x) for x in AutoTokenizer.from_pretrained(models["bert"])(texts)["input_ids"]]
+    assert sum(n > 64 for n in lengths) >= 10 and min(lengths) < 64  # longer than the context, and shorter
+    stage = ModelClassifier(model=models["bert"], name="edu", int_score=[0, 5], batch_tokens=256)
+    out = stage(pa.table({"text": texts}))
+    ref = plain_loop(models["bert"], texts)[:, 0]
+    got = out["edu_score"].to_numpy()
+    assert np.abs(got - ref).max() < 1e-4 and np.std(ref) > 1e-3  # scores that differ, equal to the loop's
+    assert out["edu_int_score"].to_pylist() == [int(round(min(max(x, 0), 5))) for x in ref]
+    assert out["reject_reason"].null_count == len(texts)  # no threshold: every row kept
+
+
+def test_softmax_labels_and_thresholds(models):
+    from datacurate.stages.model_classifier import ModelClassifier
+
+    texts = _texts(30)
+    probs = _softmax(plain_loop(models["deberta"], texts))
+    labels = np.array(["High", "Medium", "Low"])[probs.argmax(1)]
+    out = ModelClassifier(model=models["deberta"], name="q", label="High", min_score=float(np.median(probs[:, 0])),
+                          batch_tokens=200)(pa.table({"text": texts}))
+    assert np.abs(out["q_score"].to_numpy() - probs[:, 0]).max() < 1e-4
+    assert out["q_label"].to_pylist() == labels.tolist()
+    low = probs[:, 0] < np.median(probs[:, 0])
+    assert out["reject_reason"].to_pylist() == ["model_classifier/low_score" if x else None for x in low]
+    keep = ModelClassifier(model=models["deberta"], name="q", keep_labels=["Low"])(pa.table({"text": texts}))
+    assert keep["reject_reason"].to_pylist() == [None if lab == "Low" else "model_classifier/label" for lab in labels]
+
+
+def test_nemo_deberta_layout(models):
+    from datacurate.stages.model_classifier import ModelClassifier
+
+    texts = _texts(20)
+    probs = _softmax(plain_loop(models["nemo"], texts, nemo=True))
+    out = ModelClassifier(model=models["nemo"], name="dom")(pa.table({"text": texts}))
+    assert np.abs(out["dom_score"].to_numpy() - probs.max(1)).max() < 1e-4
+    assert out["dom_label"].to_pylist() == np.array(["News", "Sports", "Science"])[probs.argmax(1)].tolist()
+
+
+def test_top_fraction_and_buckets(models):
+    from datacurate.stages.model_classifier import ModelClassifier
+
+    texts = _texts(40)
+    ref = plain_loop(models["bert"], texts)[:, 0]
+    out = ModelClassifier(model=models["bert"], name="edu", top_fraction=0.25, buckets=4,
+                          weight="documents")(pa.table({"text": texts}))
+    kept = out["reject_reason"].is_null().to_numpy(zero_copy_only=False)
+    assert kept.sum() == 10 and set(np.flatnonzero(kept)) == set(np.argsort(-ref)[:10])
+    b = out["edu_bucket"].to_numpy()
+    assert np.bincount(b).tolist() == [10, 10, 10, 10]  # by document: quarter each
+    assert (np.argsort(np.argsort(ref)) // 10 == b).all()  # the bucket is the score's quartile
+
+
+def test_a_missing_model_is_one_config_error(tmp_path):
+    from datacurate.configs.pipeline import ConfigError, load_config
+
+    (tmp_path / "in.jsonl").write_text('{"text": "x"}\n')
+    with pytest.raises(ConfigError) as e:
+        load_config({"input": str(tmp_path / "in.jsonl"), "output": str(tmp_path / "out"),
+                     "stages": [{"model_classifier": {"model": "nobody/not-a-cached-model"}}]})
+    msg = str(e.value)
+    assert "\n" not in msg and "model_classifier" in msg and "nor in the Hugging Face cache" in msg
+    with pytest.raises(ConfigError, match="preset"):
+        load_config({"input": str(tmp_path / "in.jsonl"), "output": str(tmp_path / "out"),
+                     "stages": [{"model_classifier": {}}]})
+
+
+def test_presets_carry_the_cards():
+    from datacurate.stages.model_classifier import PRESETS
+
+    edu = PRESETS["fineweb-edu"]
+    assert (edu["head"], edu["max_length"], edu["int_score"], edu["min_int_score"]) == ("regression", 512, [0, 5], 3)
+    assert PRESETS["nemo-quality"]["max_length"] == 1024 and PRESETS["nemo-domain"]["max_chars"] == 2000
+
+
+def test_through_a_local_ray_pipeline_on_the_actor_pool(models, ray_session, tmp_path):
+    """The engine's Ray path (``small_input_docs: 0``: tokenizer tasks, then a Ray Data actor
+    pool): the same scores as the plain loop, every row kept and counted."""
+    from datacurate.configs.pipeline import load_config
+    from datacurate.engine import run_pipeline
+
+    texts = _texts(40)
+    (tmp_path / "in.jsonl").write_bytes(b"".join(orjson.dumps({"id": f"d{i}", "text": t}) + b"\n"
+                                                 for i, t in enumerate(texts)))
+    out = tmp_path / "out"
+    cfg = load_config({"input": str(tmp_path / "in.jsonl"), "output": str(out),
+                       "ray": {"progress": False, "small_input_docs": 0},
+                       "stages": [{"model_classifier": {"model": models["bert"], "name": "edu", "batch_tokens": 256}}]})
+    run_pipeline(cfg)
+    kept = pa.concat_tables([pq.read_table(p) for p in sorted((out / "kept").glob("*.parquet"))])
+    by_id = dict(zip(kept["id"].to_pylist(), kept["edu_score"].to_pylist()))
+    ref = plain_loop(models["bert"], texts)[:, 0]
+    assert np.abs(np.array([by_id[f"d{i}"] for i in range(len(texts))]) - ref).max() < 1e-4
+    st = json.loads((out / "stats.json").read_text())["stages"]["model_classifier:edu"]
+    assert st["in"] == st["kept"] == 40 and st["metrics"]["device"] == "cpu"
