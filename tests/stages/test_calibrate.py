@@ -1,0 +1,116 @@
+"""``calibrate``: corpus-relative scores — percentile ranks, ensembles of fastText and encoder
+scores (max or mean), a top fraction by the radix select, and Nemotron-CC's buckets as the
+domains decompose's mixture and DoReMi read."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import orjson
+import pyarrow as pa
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+import random_encoder  # noqa: E402
+
+
+def _docs() -> pa.Table:
+    rows = [json.loads(line) for name in ("news", "legal", "learned")
+            for line in (REPO / f"sample_data/corpus/{name}.jsonl").open()][::4]
+    return pa.table({"text": [r["text"] for r in rows]})
+
+
+def weights(table, how):
+    from datacurate.phases.calibrate import weights
+
+    return weights(table, how)
+
+
+def mid_ranks(x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """The percentile rank by hand: the mass below plus half of its own value's, over all."""
+    return np.array([(w[x < v].sum() + w[x == v].sum() / 2) / w.sum() for v in x])
+
+
+@pytest.fixture(scope="module")
+def scored(tmp_path_factory):
+    """The sample documents scored by the shipped fastText quality model and a small encoder."""
+    from datacurate.stages.model_classifier import ModelClassifier
+    from datacurate.stages.quality import Quality
+
+    t = _docs()
+    path = random_encoder.build(tmp_path_factory.mktemp("m") / "bert", t["text"].to_pylist()[:60], "tiny-bert")
+    t = Quality(min_score=0.0, languages=None)(t).drop_columns(["reject_reason"])
+    return ModelClassifier(model=path, name="edu")(t).drop_columns(["reject_reason"])
+
+
+@pytest.mark.parametrize("combine", ["max", "mean"])
+def test_ensemble_of_percentile_ranks(scored, combine):
+    from datacurate.stages.calibrate import Calibrate
+
+    out = Calibrate(scores=["quality_score", "edu_score"], combine=combine, buckets=20, name="ens")(scored)
+    words = weights(scored, "tokens").astype(float)  # whitespace-separated words: no tokenize ran
+    q = mid_ranks(scored["quality_score"].to_numpy().astype(np.float64), words)
+    e = mid_ranks(scored["edu_score"].to_numpy().astype(np.float64), words)
+    want = np.maximum(q, e) if combine == "max" else (q + e) / 2
+    got = out["ens_rank"].to_numpy()
+    assert np.abs(got - want).max() < 1e-6  # token-weighted, exact: few documents, every bin refined
+    assert out["ens_bucket"].to_pylist() == np.minimum((got * 20).astype(int), 19).tolist()
+    if combine == "max":  # Nemotron-CC: the highest of the per-model buckets
+        qb = Calibrate(scores=["quality_score"], buckets=20, name="a")(scored)["a_bucket"].to_numpy()
+        eb = Calibrate(scores=["edu_score"], buckets=20, name="b")(scored)["b_bucket"].to_numpy()
+        assert (out["ens_bucket"].to_numpy() == np.maximum(qb, eb)).all()
+
+
+def test_top_fraction_of_a_fasttext_score(scored):
+    from datacurate.stages.calibrate import Calibrate
+
+    n = scored.num_rows
+    out = Calibrate(scores=["quality_score"], top_fraction=0.1)(scored)
+    kept = np.flatnonzero(out["reject_reason"].is_null().to_numpy(zero_copy_only=False))
+    q = scored["quality_score"].to_numpy()
+    assert len(kept) == round(0.1 * n)
+    assert set(kept) == set(np.lexsort((np.arange(n), -q))[:len(kept)])  # the top, ties by position
+    assert set(out["reject_reason"].drop_null().to_pylist()) == {"calibrate/not_top_fraction"}
+
+
+def test_token_weighted_buckets_hold_equal_shares_of_tokens(scored):
+    from datacurate.stages.calibrate import Calibrate
+
+    out = Calibrate(scores=["edu_score"], buckets=4, name="b")(scored)
+    words = weights(scored, "tokens").astype(float)  # whitespace-separated words: no tokenize ran
+    share = np.bincount(out["b_bucket"].to_numpy(), weights=words) / words.sum()
+    assert np.abs(share - 0.25).max() < words.max() / words.sum()  # within one document of a quarter
+
+
+def test_buckets_are_domains_for_decompose_and_doremi(ray_session, tmp_path):
+    """A real pipeline: the shipped quality model's score, bucketed by token-weighted
+    percentile into ``domain``; decompose mixes by those domains and its shards (what DoReMi
+    and train read) name them."""
+    from datacurate.configs.pipeline import load_config
+    from datacurate.engine import run_pipeline
+    from datacurate.train.data import ShardDataset
+
+    docs = _docs()["text"].to_pylist()
+    (tmp_path / "in.jsonl").write_bytes(b"".join(orjson.dumps({"id": f"d{i}", "text": t, "domain": "web"}) + b"\n"
+                                                 for i, t in enumerate(docs)))
+    out = tmp_path / "out"
+    cfg = load_config({"input": str(tmp_path / "in.jsonl"), "output": str(out), "ray": {"progress": False},
+                       "stages": [{"quality": {"min_score": 0.0, "languages": None}}, "tokenize",
+                                  {"calibrate": {"scores": ["quality_score"], "buckets": 4, "name": "q",
+                                                 "domain": "replace"}},
+                                  {"decompose": {"min_log2": 4, "max_log2": 7,
+                                                 "mixture": {"q-b03": 3, "q-b02": 1, "q-b01": 1, "q-b00": 1}}}]})
+    run_pipeline(cfg)
+    stats = json.loads((out / "stats.json").read_text())["stages"]
+    per = json.loads((out / "shards" / "manifest.json").read_text())["per_domain"]
+    assert sorted(per) == ["q-b00", "q-b01", "q-b02", "q-b03"]
+    assert [per[f"q-b0{b}"]["weight"] for b in range(4)] == [1 / 6, 1 / 6, 1 / 6, 3 / 6]  # mixed by bucket
+    tokens = np.array([per[f"q-b0{b}"]["tokens_in"] for b in range(4)])
+    assert np.abs(tokens / tokens.sum() - 0.25).max() < 0.1  # a quarter of the tokens each, give or take a page
+    assert sorted(ShardDataset(str(out / "shards")).domains) == sorted(per)  # what DoReMi and train read
+    assert stats["calibrate:q"]["in"] == stats["calibrate:q"]["kept"] == len(docs)
