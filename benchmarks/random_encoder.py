@@ -6,6 +6,7 @@ trained here with ``tokenizers`` on the given texts, and a sequence classifier o
 named architecture with seeded random weights (``save_pretrained``). ``arch``:
 
 * ``tiny-bert`` / ``tiny-deberta``: a few layers, for tests;
+* ``small-bert``: 4 layers, 256 hidden, 512 positions, for CPU speed;
 * ``arctic-embed-m``: the shape of Snowflake's snowflake-arctic-embed-m, FineWeb-Edu's
   classifier's encoder (BERT-base: 12 layers, 768 hidden, 12 heads, 3,072 intermediate,
   512 positions) with a 1-output regression head, for speed;
@@ -22,6 +23,8 @@ ARCHS = {
                 max_position_embeddings=64, initializer_range=0.5),  # wide weights: scores spread
     "tiny-deberta": dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
                 max_position_embeddings=64, initializer_range=0.5),  # wide weights: scores spread
+    "small-bert": dict(hidden_size=256, num_hidden_layers=4, num_attention_heads=4, intermediate_size=1024,
+                       max_position_embeddings=512),  # CPU speed comparisons
     "arctic-embed-m": dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072,
                            max_position_embeddings=512),
     "nemo-deberta": dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal, Optional
 
 import numpy as np
@@ -86,6 +87,12 @@ class ModelClassifierConfig(CalibrationKeys):
         if self.int_score is not None and len(self.int_score) != 2:
             raise ValueError("int_score must be [lo, hi]")
         super().validate()
+        try:
+            import transformers  # noqa: F401
+        except ImportError:
+            raise ValueError("needs transformers: pip install 'datacurate[classifiers]'") from None
+        if Path(self.model).expanduser().is_dir():  # workers run elsewhere: an absolute path
+            self.model = str(Path(self.model).expanduser().resolve())
         path = hf.resolve(self.model)  # ModelNotFound (a ValueError): one line, before any work
         self.max_length = self.max_length or hf.context_length(path)
         if self.batch_tokens < self.max_length:

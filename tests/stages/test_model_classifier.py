@@ -168,3 +168,19 @@ def test_through_a_local_ray_pipeline_on_the_actor_pool(models, ray_session, tmp
     assert np.abs(np.array([by_id[f"d{i}"] for i in range(len(texts))]) - ref).max() < 1e-4
     st = json.loads((out / "stats.json").read_text())["stages"]["model_classifier:edu"]
     assert st["in"] == st["kept"] == 40 and st["metrics"]["device"] == "cpu"
+
+
+def test_readme_example_runs(ray_session, tmp_path, monkeypatch):
+    """The README's ``model_classifier`` example, as written, in a scratch directory."""
+    import os
+
+    from tests.test_readme import _blocks
+
+    for name in ("sample_data", "benchmarks"):
+        os.symlink(REPO / name, tmp_path / name)
+    monkeypatch.chdir(tmp_path)
+    code, = _blocks("### `model_classifier` and `calibrate`")
+    scope: dict = {}
+    exec(compile(code, "README.md (model_classifier)", "exec"), scope)
+    st = scope["report"]["stages"]["calibrate:ens"]
+    assert st["kept"] == round(st["in"] / 2) and scope["report"]["stages"]["model_classifier:edu"]["kept"] == st["in"]
