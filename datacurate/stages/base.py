@@ -50,6 +50,7 @@ class Stage:
     # columns whose values the report counts (kept and rejected rows apart); (what, whose) headings draw
     # the mix before and after curation, None leaves the counts to the stage's own report section
     counted: ClassVar[dict[str, Optional[tuple[str, str]]]] = {}
+    calibrated: ClassVar[Any] = None  # a classifier's Calibrated (stages/classifier_keys.py): top_fraction, buckets
     requires: ClassVar[tuple[str, ...]] = ()  # stages that must run earlier in the pipeline
     is_global: ClassVar[bool] = False
     makes_tokens: ClassVar[bool] = False  # adds the token ids later stages (shards, exports) read

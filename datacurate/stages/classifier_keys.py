@@ -4,8 +4,9 @@ mixture and DoReMi. The passes behind them: :mod:`datacurate.phases.calibrate`."
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
-from typing import Literal, Optional
+from typing import Any, Literal, Optional
 
 import numpy as np
 import pyarrow as pa
@@ -37,6 +38,45 @@ class CalibrationKeys:
             raise ValueError("min_bucket and domain need buckets")
         if self.min_bucket is not None and not 0 <= self.min_bucket < self.buckets:
             raise ValueError("min_bucket must be within 0..buckets-1")
+
+
+KEYS = ("top_fraction", "buckets", "min_bucket", "weight", "domain")
+
+
+@dataclass(frozen=True)
+class Calibrated:
+    """What a per-document classifier stage declares (``Stage.calibrated``) so that the
+    calibration keys given to it run as a ``calibrate`` stage right after it."""
+
+    score: str  # its score column
+    pass_all: dict  # its own threshold set to judge nothing, unless given, when the corpus-wide keys decide
+    lower_is_better: bool = False  # toxicity: the top fraction is the least toxic
+
+
+def split_calibration(cls: Any, params: Any) -> tuple[Any, Optional[dict]]:
+    """(the stage's own params, a ``calibrate`` stage's params or None): ``quality:
+    {top_fraction: 0.1}`` is ``quality: {min_score: 0}`` then ``calibrate: {scores:
+    [quality_score], top_fraction: 0.1, name: quality}``."""
+    declared = getattr(cls, "calibrated", None)
+    if declared is None or not isinstance(params, dict) or not any(k in params for k in KEYS):
+        return params, None
+    own = {k: v for k, v in params.items() if k not in KEYS}
+    if "top_fraction" in params or "min_bucket" in params:
+        own = _with_defaults(own, declared.pass_all)
+    calib = {"scores": [declared.score], "name": cls.name, **{k: params[k] for k in KEYS if k in params}}
+    if declared.lower_is_better:
+        calib["invert"] = [declared.score]
+    return own, calib
+
+
+def _with_defaults(given: dict, defaults: dict) -> dict:
+    out = copy.deepcopy(given)
+    for k, v in defaults.items():
+        if isinstance(v, dict):
+            out[k] = _with_defaults(out.get(k) or {}, v)
+        else:
+            out.setdefault(k, v)
+    return out
 
 
 def bucket_reason(c: CalibrationKeys, bucket: np.ndarray, stage: str) -> list:

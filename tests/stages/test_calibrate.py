@@ -114,3 +114,21 @@ def test_buckets_are_domains_for_decompose_and_doremi(ray_session, tmp_path):
     assert np.abs(tokens / tokens.sum() - 0.25).max() < 0.1  # a quarter of the tokens each, give or take a page
     assert sorted(ShardDataset(str(out / "shards")).domains) == sorted(per)  # what DoReMi and train read
     assert stats["calibrate:q"]["in"] == stats["calibrate:q"]["kept"] == len(docs)
+
+
+def test_a_fasttext_stage_takes_the_keys(tmp_path):
+    """``quality: {top_fraction: 0.1}`` is the quality stage judging nothing itself, then a
+    calibrate stage over its score (DCLM's top 10 %); toxicity's top is the least toxic."""
+    from datacurate.configs.pipeline import load_config
+
+    (tmp_path / "in.jsonl").write_text('{"text": "x"}\n')
+    cfg = load_config({"input": str(tmp_path / "in.jsonl"), "output": str(tmp_path / "out"),
+                       "stages": [{"quality": {"top_fraction": 0.1}},
+                                  {"toxicity": {"buckets": 20, "classifier": {"max_score": 0.5}}}]})
+    names = [s.name for s in cfg.stages]
+    assert names == ["quality", "calibrate", "toxicity", "calibrate"]
+    q, qc, t, tc = (s.config for s in cfg.stages)
+    assert q.min_score == 0.0 and (qc.scores, qc.top_fraction, qc.name) == (["quality_score"], 0.1, "quality")
+    assert t.classifier.max_score == 0.5  # buckets alone keep the stage's own threshold
+    assert (tc.scores, tc.invert, tc.buckets) == (["toxicity_score"], ["toxicity_score"], 20)
+    assert [s.cls.stats_key(s.config) for s in cfg.stages][1::2] == ["calibrate:quality", "calibrate:toxicity"]
