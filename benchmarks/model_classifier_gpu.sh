@@ -6,13 +6,15 @@
 #   bash benchmarks/model_classifier_gpu.sh --smoke   # the same code on the CPU, a tiny model (seconds)
 #
 # On a machine with torch but not datacurate's other dependencies and no package index (the
-# lent GPU machines), the wheels in .whl/ (as for gpu_check.sh: transformers, tokenizers,
-# safetensors, huggingface_hub and datacurate's own dependencies) are installed into a private
-# folder first when those imports fail. Extra arguments go to the .py (--docs, --batch-tokens, --out).
+# lent GPU machines), the wheels in .whl/ are installed into a private folder first when those
+# imports fail. Prepare them where pip works (Python of the device, e.g. 3.12):
+#   pip download --only-binary=:all: --python-version 3.12 --platform manylinux2014_x86_64 -d .whl \
+#     transformers tokenizers safetensors huggingface_hub pyarrow
+# and carry .whl/ to the run (the run tool's `carry`). Extra arguments go to the .py (--docs, --batch-tokens, --out).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 PY="${PYTHON:-$( [ -x .venv/bin/python ] && echo .venv/bin/python || echo python3 )}"
-if ls .whl/*.whl >/dev/null 2>&1 && ! "$PY" -c "import transformers, tokenizers, safetensors, orjson, zstandard, yaml" 2>/dev/null; then
+if ls .whl/*.whl >/dev/null 2>&1 && ! "$PY" -c "import transformers, tokenizers, safetensors, huggingface_hub, pyarrow" 2>/dev/null; then
   "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/dc-site .whl/*.whl \
     || { echo "model_classifier_gpu.sh: installing .whl/ failed" >&2; exit 2; }
   export PYTHONPATH="/tmp/dc-site${PYTHONPATH:+:$PYTHONPATH}"
