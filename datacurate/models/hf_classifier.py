@@ -191,7 +191,11 @@ class Scorer:
                 for j, r in enumerate(rows):
                     arr[j, :lengths[r]] = ids[r]
                     mask[j, :lengths[r]] = 1
-                logits = self.forward(torch.from_numpy(arr).to(self.device), torch.from_numpy(mask).to(self.device))
+                # no padding in the batch (rows of one length, the common case once sorted): no mask, which lets
+                # attention take its unmasked kernels; a mask of ones means the same
+                full = bool(lengths[rows].min() == width)
+                logits = self.forward(torch.from_numpy(arr).to(self.device),
+                                      None if full else torch.from_numpy(mask).to(self.device))
                 got = logits.float().cpu().numpy()  # (b, L)
                 if out is None:
                     out = np.zeros((len(ids), got.shape[1]), np.float32)

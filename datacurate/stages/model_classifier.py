@@ -68,7 +68,8 @@ class ModelClassifierConfig(CalibrationKeys):
     min_int_score: Optional[int] = opt(None, "reject documents whose int_score is below this (FineWeb-Edu: 3)")
     keep_labels: Optional[list[str]] = opt(None, "softmax head: reject documents whose top label is not listed")
     languages: Optional[list[str]] = opt(None, "score rows with these lang values; null = all")
-    batch_tokens: int = opt(16_384, "padded tokens per model batch (rows sorted by length)")
+    batch_tokens: Optional[int] = opt(None, "padded tokens per model batch (rows sorted by length); null: 131,072 on "
+                                      "GPUs (NeMo's 256 x 512), 16,384 on CPUs")
     num_gpus: float = opt(1.0, "GPUs per model actor when the cluster has GPUs")
     cpus_per_actor: int = opt(1, "CPUs per model actor (on a cluster without GPUs: torch threads)")
     concurrency: Optional[int] = opt(None, "model actors; null: one per GPU, else one per cpus_per_actor CPUs")
@@ -94,8 +95,8 @@ class ModelClassifierConfig(CalibrationKeys):
         if Path(self.model).expanduser().is_dir():  # workers run elsewhere: an absolute path
             self.model = str(Path(self.model).expanduser().resolve())
         path = hf.resolve(self.model)  # ModelNotFound (a ValueError): one line, before any work
-        self.max_length = self.max_length or hf.context_length(path)
-        if self.batch_tokens < self.max_length:
+        self.max_length = min(self.max_length or hf.context_length(path), hf.context_length(path))  # no more than it reads
+        if self.batch_tokens is not None and self.batch_tokens < self.max_length:
             raise ValueError("batch_tokens must hold one document of max_length tokens")
         if self.head is None:
             self.head = "regression" if len(hf.id2label(path)) <= 1 else "softmax"
@@ -144,10 +145,11 @@ class ModelClassifier(GlobalStage):
             actors = c.concurrency or max(1, int(gpus // c.num_gpus))
         else:
             actors = c.concurrency or max(1, ctx.cpus() // c.cpus_per_actor)
-        batch_rows = max(1, 4 * c.batch_tokens // c.max_length)  # rows handed to a worker at once
+        batch_tokens = c.batch_tokens or (131_072 if gpus else 16_384)
+        batch_rows = max(1, 4 * batch_tokens // c.max_length)  # rows handed to a worker at once
         (ctx.read(ctx.files, [ORD, TEXT, "lang", "n_tokens"])
             .map("tokenize", mb.tokenize_block, card=card, languages=c.languages, weight=c.weight)
-            .map_pool("score", mb.BlockScorer, (card, device, dtype, c.batch_tokens), batch_rows,
+            .map_pool("score", mb.BlockScorer, (card, device, dtype, batch_tokens), batch_rows,
                       gpus=c.num_gpus if gpus else 0, cpus=c.cpus_per_actor, concurrency=actors)
             .map("save", mb.save_block, d=d)
             .rows())

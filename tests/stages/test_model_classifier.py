@@ -184,3 +184,58 @@ def test_readme_example_runs(ray_session, tmp_path, monkeypatch):
     exec(compile(code, "README.md (model_classifier)", "exec"), scope)
     st = scope["report"]["stages"]["calibrate:ens"]
     assert st["kept"] == round(st["in"] / 2) and scope["report"]["stages"]["model_classifier:edu"]["kept"] == st["in"]
+
+
+def _cache(root: Path, repo: str, build) -> None:
+    """``repo`` in a Hugging Face hub cache at ``root``, as a download would leave it."""
+    rev = "0" * 40
+    d = root / f"models--{repo.replace('/', '--')}"
+    (d / "refs").mkdir(parents=True)
+    (d / "refs" / "main").write_text(rev)
+    build(d / "snapshots" / rev)
+
+
+def test_presets_from_the_hub_cache(tmp_path, monkeypatch):
+    """The presets resolve their hub ids from the user's cache only (no download), and score
+    as the cards say: FineWeb-Edu's logit, its int score and keep >= 3; NeMo's domain
+    classifier in its own layout (its base model's config resolved from the cache too)."""
+    import huggingface_hub
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    from datacurate.stages.model_classifier import ModelClassifier
+
+    texts = _texts(30)
+    cache = tmp_path / "hub"
+
+    def edu(d):
+        random_encoder.build(d, texts, "tiny-bert")
+        state = load_file(d / "model.safetensors")
+        state["classifier.weight"] = state["classifier.weight"] * 0.5  # scores on the card's 0-5 scale
+        state["classifier.bias"] = torch.tensor([4.0])
+        save_file(state, str(d / "model.safetensors"), metadata={"format": "pt"})
+
+    _cache(cache, "HuggingFaceFW/fineweb-edu-classifier", edu)
+    _cache(cache, "microsoft/deberta-v3-base", lambda d: None)
+    _cache(cache, "nvidia/domain-classifier", lambda d: random_encoder.build(d, texts, "nemo-deberta",
+                                                                            labels=["Finance", "Health", "News"]))
+    base = cache / "models--nvidia--domain-classifier/snapshots" / ("0" * 40) / "base"
+    deberta = cache / "models--microsoft--deberta-v3-base/snapshots" / ("0" * 40)
+    deberta.parent.mkdir(parents=True)
+    base.rename(deberta)  # the layout's base_model is a hub id now, as in NeMo's own config
+    cfg_path = cache / "models--nvidia--domain-classifier/snapshots" / ("0" * 40) / "config.json"
+    cfg_path.write_text(cfg_path.read_text().replace(str(base), "microsoft/deberta-v3-base"))
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(cache))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+
+    out = ModelClassifier(preset="fineweb-edu")(pa.table({"text": texts}))
+    snap = str(cache / "models--HuggingFaceFW--fineweb-edu-classifier/snapshots" / ("0" * 40))
+    ref = plain_loop(snap, texts)[:, 0]
+    ints = np.round(np.clip(ref, 0, 5)).astype(int)
+    assert np.abs(out["fineweb_edu_score"].to_numpy() - ref).max() < 1e-4 and len(set(ints)) >= 3
+    assert out["fineweb_edu_int_score"].to_pylist() == ints.tolist()
+    assert out["reject_reason"].to_pylist() == [None if i >= 3 else "model_classifier/low_score" for i in ints]
+
+    dom = ModelClassifier(preset="nemo-domain")(pa.table({"text": texts}))
+    assert set(dom["nemo_domain_label"].to_pylist()) <= {"Finance", "Health", "News"}
+    assert dom["reject_reason"].null_count == len(texts)  # no keep in NeMo's card: annotate only
