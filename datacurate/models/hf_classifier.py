@@ -178,26 +178,34 @@ class Scorer:
         if device == "cpu":
             torch.set_num_threads(max(1, torch.get_num_threads()))
 
-    def logits(self, ids: list[list[int]]) -> np.ndarray:
-        """(N, L) float32 logits of the token id lists ``ids``."""
+    def logits(self, ids) -> np.ndarray:
+        """(N, L) float32 logits of N token id lists (a pyarrow list array, or Python lists)."""
+        import pyarrow as pa
+
         torch = self.torch
-        lengths = np.array([len(x) for x in ids], np.int64)
+        arr = ids if isinstance(ids, (pa.ListArray, pa.LargeListArray)) else pa.array(ids, pa.list_(pa.int64()))
+        offsets = np.asarray(arr.offsets, np.int64)
+        flat = np.asarray(arr.values, np.int64)  # (total tokens,)
+        starts, lengths = offsets[:-1], np.diff(offsets)
         out: Optional[np.ndarray] = None
         with torch.inference_mode():
             for rows in batches(lengths, self.batch_tokens):
-                width = int(lengths[rows].max())
-                arr = np.full((len(rows), width), self.pad, np.int64)  # (b, T) right-padded
-                mask = np.zeros((len(rows), width), np.int64)
-                for j, r in enumerate(rows):
-                    arr[j, :lengths[r]] = ids[r]
-                    mask[j, :lengths[r]] = 1
+                lens, width = lengths[rows], int(lengths[rows].max())
+                # right-padded (b, T) ids and mask, gathered in one step: row r's tokens at columns 0..len_r-1
+                r = np.repeat(np.arange(len(rows)), lens)
+                c = np.arange(int(lens.sum())) - np.repeat(np.cumsum(lens) - lens, lens)
+                tok = np.full((len(rows), width), self.pad, np.int64)
+                tok[r, c] = flat[np.repeat(starts[rows], lens) + c]
                 # no padding in the batch (rows of one length, the common case once sorted): no mask, which lets
                 # attention take its unmasked kernels; a mask of ones means the same
-                full = bool(lengths[rows].min() == width)
-                logits = self.forward(torch.from_numpy(arr).to(self.device),
-                                      None if full else torch.from_numpy(mask).to(self.device))
+                mask = None
+                if lens.min() < width:
+                    m = np.zeros((len(rows), width), np.int64)
+                    m[r, c] = 1
+                    mask = torch.from_numpy(m).to(self.device)
+                logits = self.forward(torch.from_numpy(tok).to(self.device), mask)
                 got = logits.float().cpu().numpy()  # (b, L)
                 if out is None:
-                    out = np.zeros((len(ids), got.shape[1]), np.float32)
+                    out = np.zeros((len(lengths), got.shape[1]), np.float32)
                 out[rows] = got
         return out if out is not None else np.zeros((0, 1), np.float32)

@@ -81,7 +81,7 @@ class BlockScorer:
         score = np.full(n, np.nan, np.float32)
         label = np.full(n, None, object)
         if len(idx):
-            logits = self.scorer.logits(batch.column(IDS).take(pa.array(idx)).to_pylist())  # (k, L)
+            logits = self.scorer.logits(batch.column(IDS).take(pa.array(idx)).combine_chunks())  # (k, L)
             s, names = self.head.scores(logits)
             score[idx] = s
             if names is not None:

@@ -239,3 +239,15 @@ def test_presets_from_the_hub_cache(tmp_path, monkeypatch):
     dom = ModelClassifier(preset="nemo-domain")(pa.table({"text": texts}))
     assert set(dom["nemo_domain_label"].to_pylist()) <= {"Finance", "Health", "News"}
     assert dom["reject_reason"].null_count == len(texts)  # no keep in NeMo's card: annotate only
+
+
+def test_batches_sort_by_length_under_the_token_budget():
+    from datacurate.models.hf_classifier import batches
+
+    lengths = np.array([5, 64, 30, 64, 1, 17, 64, 40])
+    got = batches(lengths, 128)
+    assert sorted(np.concatenate(got).tolist()) == list(range(len(lengths)))  # every row once
+    assert all(len(b) * lengths[b].max() <= 128 for b in got)  # padded tokens within the budget
+    flat = np.concatenate(got)
+    assert (np.diff(lengths[flat]) <= 0).all()  # longest first: a batch's rows are alike
+    assert [len(b) for b in batches(np.array([300, 10]), 128)] == [1, 1]  # a row over the budget goes alone
