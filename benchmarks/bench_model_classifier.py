@@ -6,7 +6,7 @@ The model is an encoder with random weights built here (``random_encoder.py``: n
 download; speed does not depend on the weights), a 1-output regression head as
 FineWeb-Edu's; the documents are the sample corpus's real texts, truncated to the
 model's 512 tokens as the card says. Ours: the stage's own path (tokens for the whole
-batch in one call, rows sorted by length, padded batches under ``batch_tokens``); theirs:
+batch in one call, rows sorted by length, padded batches under ``batch_tokens``, by default the stage's on a CPU: one full-length document); theirs:
 ``pipeline("text-classification", function_to_apply="none", truncation=True)`` called
 on one document at a time, as the model cards show. Both in this process, one torch thread.
 
@@ -89,7 +89,7 @@ def main(argv=None) -> dict:
     ap = argparse.ArgumentParser()
     ap.add_argument("--docs", type=int, default=300)
     ap.add_argument("--arch", default="small-bert", choices=sorted(random_encoder.ARCHS))
-    ap.add_argument("--batch-tokens", type=int, default=16_384)
+    ap.add_argument("--batch-tokens", type=int, default=None, help="default: the stage's on a CPU (max_length)")
     ap.add_argument("--out", default=str(ROOT / "benchmarks/results/model_classifier_cpu.json"))
     a = ap.parse_args(argv)
     import torch
@@ -98,6 +98,10 @@ def main(argv=None) -> dict:
     docs = texts(a.docs)
     with tempfile.TemporaryDirectory() as tmp:
         path = random_encoder.build(Path(tmp) / "m", docs[:200], a.arch)
+        from datacurate.models.hf_classifier import context_length
+        from datacurate.stages.model_classifier import default_batch_tokens
+
+        a.batch_tokens = a.batch_tokens or default_batch_tokens(False, context_length(path))
         s_ours, cpu_ours, wall_ours = ours(path, docs, "cpu", "float32", a.batch_tokens)
         s_plain, cpu_plain, wall_plain = plain(path, docs, "cpu")
     res = {"arch": a.arch, "docs": len(docs), "torch_threads": 1, "batch_tokens": a.batch_tokens,

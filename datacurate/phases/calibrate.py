@@ -75,6 +75,8 @@ def scores_path(d: str, part: str) -> str:
 
 def _scores(d: str, part: str, cal: Calibration) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(ords (N,), scores (m, N) float64, NaN = unscored, weights (N,)) of one part."""
+    if not storage.exists(scores_path(d, part)):  # a part with no rows to score
+        return np.zeros(0, np.int64), np.zeros((len(cal.scores), 0)), np.zeros(0)
     t = storage.read_parquet(scores_path(d, part), columns=[ORD, WEIGHT, *cal.scores])
     s = np.stack([t[c].cast(pa.float64()).fill_null(np.nan).to_numpy() for c in cal.scores]) if cal.scores else \
         np.zeros((0, t.num_rows))

@@ -1,5 +1,7 @@
-"""Stage ``calibrate``: the scores of earlier classifier stages, made corpus-relative —
-a percentile rank, Nemotron-CC's buckets, a top fraction, and ensembles.
+"""Stage ``calibrate``: classifier scores made corpus-relative (top fraction, buckets, ensembles).
+
+The scores of earlier classifier stages as a percentile rank, Nemotron-CC's buckets, a top
+fraction, and ensembles.
 
 * ``scores: [quality_score]`` after the fastText ``quality`` stage (run with
   ``min_score: 0``) keeps DCLM's top 10 % with ``top_fraction: 0.1`` (Li et al. 2024: the

@@ -1,5 +1,6 @@
-"""Stage ``model_classifier``: any Hugging Face sequence classifier or regressor, on GPU
-actors when the cluster has GPUs.
+"""Stage ``model_classifier``: Hugging Face encoders (FineWeb-Edu's, NeMo's) on GPU actors.
+
+Any Hugging Face sequence classifier or regressor, on GPU actors when the cluster has GPUs.
 
 FineWeb-Edu (Penedo et al. 2024) scored 15T tokens with an encoder (arctic-embed-m and a
 regression head, 0-5, kept ``int_score >= 3``); NeMo Curator runs DeBERTa quality and
@@ -69,7 +70,7 @@ class ModelClassifierConfig(CalibrationKeys):
     keep_labels: Optional[list[str]] = opt(None, "softmax head: reject documents whose top label is not listed")
     languages: Optional[list[str]] = opt(None, "score rows with these lang values; null = all")
     batch_tokens: Optional[int] = opt(None, "padded tokens per model batch (rows sorted by length); null: 131,072 on "
-                                      "GPUs (NeMo's 256 x 512), 16,384 on CPUs")
+                                      "GPUs (NeMo's 256 x 512), max_length on CPUs")
     num_gpus: float = opt(1.0, "GPUs per model actor when the cluster has GPUs")
     cpus_per_actor: int = opt(1, "CPUs per model actor (on a cluster without GPUs: torch threads)")
     concurrency: Optional[int] = opt(None, "model actors; null: one per GPU, else one per cpus_per_actor CPUs")
@@ -100,6 +101,10 @@ class ModelClassifierConfig(CalibrationKeys):
             raise ValueError("batch_tokens must hold one document of max_length tokens")
         if self.head is None:
             self.head = "regression" if len(hf.id2label(path)) <= 1 else "softmax"
+        if self.min_int_score is not None and self.int_score is None:
+            raise ValueError("min_int_score needs int_score ([lo, hi])")
+        if self.keep_labels is not None and self.head != "softmax":
+            raise ValueError("keep_labels needs a softmax head (labels)")
         if self.label is not None and self.label not in hf.id2label(path).values():
             raise ValueError(f"label {self.label!r} is not one of the model's labels {sorted(hf.id2label(path).values())}")
 
@@ -145,7 +150,7 @@ class ModelClassifier(GlobalStage):
             actors = c.concurrency or max(1, int(gpus // c.num_gpus))
         else:
             actors = c.concurrency or max(1, ctx.cpus() // c.cpus_per_actor)
-        batch_tokens = c.batch_tokens or (131_072 if gpus else 16_384)
+        batch_tokens = c.batch_tokens or default_batch_tokens(bool(gpus), c.max_length)
         batch_rows = max(1, 4 * batch_tokens // c.max_length)  # rows handed to a worker at once
         (ctx.read(ctx.files, [ORD, TEXT, "lang", "n_tokens"])
             .map("tokenize", mb.tokenize_block, card=card, languages=c.languages, weight=c.weight)
@@ -154,7 +159,7 @@ class ModelClassifier(GlobalStage):
             .map("save", mb.save_block, d=d)
             .rows())
         scored = sum(ctx.map_files("gather", mb.gather, d=d))
-        cal = self.calibration([f"{c.name}_score"])
+        cal = _calibration(c)
         cdf_path, thr, metrics = cal_.run(ctx, d, cal) if cal.top_fraction or cal.buckets else (None, None, {})
         dec = ctx.map_files("decide", _phase_decide, c=c, d=d, cdf_path=cdf_path, thr=thr,
                             out_dir=ctx.decisions_dir, compression=ctx.compression)
@@ -171,9 +176,18 @@ class ModelClassifier(GlobalStage):
         cols, reasons = super().apply(table, decisions)
         return with_domain(table, decisions, cols), reasons
 
-    def calibration(self, scores: list) -> cal_.Calibration:
-        c = self.config
-        return cal_.Calibration(scores, "max", c.top_fraction, c.buckets, c.weight)
+
+
+def default_batch_tokens(gpu: bool, max_length: int) -> int:
+    """Padded tokens per batch: NeMo's 256 x 512 on a GPU; on a CPU one full-length document
+    (short ones batched together): bigger batches were slower there (40 sample documents, one
+    thread: 0.95x / 0.90x / 0.84x a per-document loop's speed at 512 / 2,048 / 16,384 tokens;
+    benchmarks/README.md)."""
+    return 131_072 if gpu else max_length
+
+
+def _calibration(c: ModelClassifierConfig) -> cal_.Calibration:
+    return cal_.Calibration([f"{c.name}_score"], "max", c.top_fraction, c.buckets, c.weight)
 
 
 def _phase_decide(part: str, c: ModelClassifierConfig, d: str, cdf_path, thr, out_dir: str, compression: str) -> dict:
@@ -185,8 +199,7 @@ def _phase_decide(part: str, c: ModelClassifierConfig, d: str, cdf_path, thr, ou
     n, p = t.num_rows, c.name
     score = t[f"{p}_score"].to_numpy(zero_copy_only=False)
     scored = ~np.isnan(score)
-    cal = cal_.Calibration([f"{p}_score"], "max", c.top_fraction, c.buckets, c.weight)
-    got = cal_.decide(d, part, cal, cdf_path, thr) if c.top_fraction or c.buckets else None
+    got = cal_.decide(d, part, _calibration(c), cdf_path, thr) if c.top_fraction or c.buckets else None
     rules = []
     if c.min_score is not None:
         rules.append(("model_classifier/low_score", scored & (score < c.min_score)))
