@@ -149,25 +149,33 @@ def test_presets_carry_the_cards():
 
 
 def test_through_a_local_ray_pipeline_on_the_actor_pool(models, ray_session, tmp_path):
-    """The engine's Ray path (``small_input_docs: 0``: tokenizer tasks, then a Ray Data actor
-    pool): the same scores as the plain loop, every row kept and counted."""
+    """The engine's Ray path (``small_input_docs: 0``: tokenizer tasks, a Ray Data actor pool,
+    then the calibration's per-part tasks over several parts): the same scores as the plain
+    loop, the exact top half, every row counted."""
     from datacurate.configs.pipeline import load_config
     from datacurate.engine import run_pipeline
 
     texts = _texts(40)
-    (tmp_path / "in.jsonl").write_bytes(b"".join(orjson.dumps({"id": f"d{i}", "text": t}) + b"\n"
-                                                 for i, t in enumerate(texts)))
+    for k in range(2):  # two input files: several parts
+        (tmp_path / f"in{k}.jsonl").write_bytes(b"".join(orjson.dumps({"id": f"d{i}", "text": t}) + b"\n"
+                                                         for i, t in enumerate(texts) if i % 2 == k))
     out = tmp_path / "out"
-    cfg = load_config({"input": str(tmp_path / "in.jsonl"), "output": str(out),
+    cfg = load_config({"input": [str(tmp_path / "in0.jsonl"), str(tmp_path / "in1.jsonl")], "output": str(out),
                        "ray": {"progress": False, "small_input_docs": 0},
-                       "stages": [{"model_classifier": {"model": models["bert"], "name": "edu", "batch_tokens": 256}}]})
+                       "stages": [{"model_classifier": {"model": models["bert"], "name": "edu", "batch_tokens": 256,
+                                                        "top_fraction": 0.5, "buckets": 4, "weight": "documents"}}]})
     run_pipeline(cfg)
-    kept = pa.concat_tables([pq.read_table(p) for p in sorted((out / "kept").glob("*.parquet"))])
-    by_id = dict(zip(kept["id"].to_pylist(), kept["edu_score"].to_pylist()))
     ref = plain_loop(models["bert"], texts)[:, 0]
-    assert np.abs(np.array([by_id[f"d{i}"] for i in range(len(texts))]) - ref).max() < 1e-4
+    rows = pa.concat_tables([pq.read_table(p, columns=["id", "edu_score", "edu_bucket"])
+                             for d in ("kept", "rejected") for p in sorted((out / d).glob("*.parquet"))])
+    got = dict(zip(rows["id"].to_pylist(), zip(rows["edu_score"].to_pylist(), rows["edu_bucket"].to_pylist())))
+    assert np.abs(np.array([got[f"d{i}"][0] for i in range(len(texts))]) - ref).max() < 1e-4
+    assert [got[f"d{i}"][1] for i in range(len(texts))] == (np.argsort(np.argsort(ref)) // 10).tolist()
+    kept = {r for p in (out / "kept").glob("*.parquet") for r in pq.read_table(p, columns=["id"])["id"].to_pylist()}
+    assert kept == {f"d{i}" for i in np.argsort(-ref)[:20]}
     st = json.loads((out / "stats.json").read_text())["stages"]["model_classifier:edu"]
-    assert st["in"] == st["kept"] == 40 and st["metrics"]["device"] == "cpu"
+    assert (st["in"], st["kept"]) == (40, 20) and st["metrics"]["device"] == "cpu"
+    assert st["rejected"] == {"model_classifier/not_top_fraction": 20}
 
 
 def test_readme_example_runs(ray_session, tmp_path, monkeypatch):
@@ -251,3 +259,16 @@ def test_batches_sort_by_length_under_the_token_budget():
     flat = np.concatenate(got)
     assert (np.diff(lengths[flat]) <= 0).all()  # longest first: a batch's rows are alike
     assert [len(b) for b in batches(np.array([300, 10]), 128)] == [1, 1]  # a row over the budget goes alone
+
+
+def test_rows_of_other_languages_are_not_scored_and_kept(models):
+    from datacurate.stages.model_classifier import ModelClassifier
+
+    texts = _texts(20)
+    lang = ["en" if i % 4 else "de" for i in range(20)]
+    out = ModelClassifier(model=models["bert"], name="edu", languages=["en"], top_fraction=0.5,
+                          weight="documents")(pa.table({"text": texts, "lang": lang}))
+    en = np.array(lang) == "en"
+    assert out["edu_score"].is_null().to_numpy(zero_copy_only=False).tolist() == (~en).tolist()
+    kept = out["reject_reason"].is_null().to_numpy(zero_copy_only=False)
+    assert kept[~en].all() and kept[en].sum() == round(0.5 * en.sum())  # the top half of the scored ones
