@@ -64,9 +64,12 @@ class Data(Blocks):
         """A Ray Data actor pool of ``concurrency`` actors (``num_gpus`` = ``gpus`` each when
         the cluster has GPUs): each builds ``cls(*args)`` once (a model loads once per actor)
         and is fed batches while the tasks before it (tokenizers on CPU workers) run ahead."""
+        # Ray 2.60 prints one core-worker line per pool (its MapWorker's constructor arguments in the
+        # object store with restarts allowed, ray-project/ray#53727); restarts are worth more than the line
         return self._wrap(self._ds.map_batches(
             _PoolWorker, fn_constructor_args=(cls, args, self._stage, phase), batch_size=batch_rows,
-            batch_format="pyarrow", concurrency=concurrency, num_gpus=gpus, num_cpus=cpus))
+            batch_format="pyarrow", num_gpus=gpus, num_cpus=cpus,
+            concurrency=max(1, min(concurrency, self._blocks))))  # no more actors than blocks to feed them
 
     def groupby(self, phase: str, key: str, parts: int, fn: Callable, concurrency: int | None = None, **kw) -> "Data":
         extra = {"concurrency": concurrency} if concurrency else {}
