@@ -132,3 +132,15 @@ def test_a_fasttext_stage_takes_the_keys(tmp_path):
     assert t.classifier.max_score == 0.5  # buckets alone keep the stage's own threshold
     assert (tc.scores, tc.invert, tc.buckets) == (["toxicity_score"], ["toxicity_score"], 20)
     assert [s.cls.stats_key(s.config) for s in cfg.stages][1::2] == ["calibrate:quality", "calibrate:toxicity"]
+
+
+def test_inverted_scores_keep_the_lowest():
+    from datacurate.stages.calibrate import Calibrate
+
+    tox = np.array([0.9, 0.1, 0.5, 0.05, 0.7, 0.2, 0.3, 0.95])
+    t = pa.table({"text": ["a b c"] * len(tox), "toxicity_score": pa.array(tox, pa.float32())})
+    out = Calibrate(scores=["toxicity_score"], invert=["toxicity_score"], top_fraction=0.25, buckets=4,
+                    weight="documents", name="tox")(t)
+    kept = np.flatnonzero(out["reject_reason"].is_null().to_numpy(zero_copy_only=False))
+    assert set(kept) == {1, 3}  # the least toxic quarter
+    assert out["tox_bucket"].to_pylist() == [0, 3, 1, 3, 1, 2, 2, 0]  # the top bucket is the least toxic
