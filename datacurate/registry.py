@@ -6,7 +6,7 @@ stage class declares.
 """
 
 from datacurate.stages.base import Stage
-from datacurate.stages.calibrate import Calibrate
+from datacurate.stages.score_rank import ScoreRank
 from datacurate.stages.decompose import Decompose
 from datacurate.stages.decontaminate import Decontaminate
 from datacurate.stages.dedup_exact import ExactDedup
@@ -33,5 +33,5 @@ def register(cls: type[Stage]) -> type[Stage]:
 
 
 for _cls in (UrlFilter, Extract, LangId, Heuristics, Quality, Toxicity, Pii, Decontaminate, ExactDedup, NearDedup, Dsir,
-             Tokenize, Decompose, ExportTokens, ModelClassifier, Calibrate):
+             Tokenize, Decompose, ExportTokens, ModelClassifier, ScoreRank):
     register(_cls)

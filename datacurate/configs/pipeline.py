@@ -139,7 +139,7 @@ def load_config(
         params, calib = split_calibration(STAGES[name], params)  # quality: {top_fraction: 0.1}
         cfg.stages.append(StageSpec(name, coerce(params, STAGES[name].Config, f"stages[{i}].{name}")))
         if calib is not None:
-            cfg.stages.append(StageSpec("calibrate", coerce(calib, STAGES["calibrate"].Config, f"stages[{i}].{name}")))
+            cfg.stages.append(StageSpec("score_rank", coerce(calib, STAGES["score_rank"].Config, f"stages[{i}].{name}")))
     check_order(cfg.stages)
     if raw.get("doremi") is not None:
         cfg.doremi = pipeline_train_config(raw["doremi"], cfg, "doremi")

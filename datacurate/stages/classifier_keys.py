@@ -1,6 +1,6 @@
-"""The keys every calibrated classifier stage shares (``model_classifier``, ``calibrate``):
+"""The keys every calibrated classifier stage shares (``model_classifier``, ``score_rank``):
 a top fraction, Nemotron-CC's buckets, and the bucket as a domain for ``decompose``'s
-mixture and DoReMi. The passes behind them: :mod:`datacurate.phases.calibrate`."""
+mixture and DoReMi. The passes behind them: :mod:`datacurate.phases.ranking`."""
 
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ KEYS = ("top_fraction", "buckets", "min_bucket", "weight", "domain")
 @dataclass(frozen=True)
 class Calibrated:
     """What a per-document classifier stage declares (``Stage.calibrated``) so that the
-    calibration keys given to it run as a ``calibrate`` stage right after it."""
+    calibration keys given to it run as a ``score_rank`` stage right after it."""
 
     score: str  # its score column
     pass_all: dict  # its own threshold set to judge nothing, unless given, when the corpus-wide keys decide
@@ -54,8 +54,8 @@ class Calibrated:
 
 
 def split_calibration(cls: Any, params: Any) -> tuple[Any, Optional[dict]]:
-    """(the stage's own params, a ``calibrate`` stage's params or None): ``quality:
-    {top_fraction: 0.1}`` is ``quality: {min_score: 0}`` then ``calibrate: {scores:
+    """(the stage's own params, a ``score_rank`` stage's params or None): ``quality:
+    {top_fraction: 0.1}`` is ``quality: {min_score: 0}`` then ``score_rank: {scores:
     [quality_score], top_fraction: 0.1, name: quality}``."""
     declared = getattr(cls, "calibrated", None)
     if declared is None or not isinstance(params, dict) or not any(k in params for k in KEYS):

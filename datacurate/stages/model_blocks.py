@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 from datacurate.core.schema import ORD, TEXT, WPART
 from datacurate.formats import storage
 from datacurate.models import hf_classifier as hf
-from datacurate.phases.calibrate import WEIGHT, scores_path, weights
+from datacurate.phases.ranking import WEIGHT, scores_path, weights
 
 IDS, SCORED = "_ids", "_scored"
 

@@ -13,7 +13,7 @@ softmax head, ``<name>_int_score`` where the card rounds, ``<name>_bucket`` with
 ``min_int_score``, ``keep_labels``, ``top_fraction`` and ``min_bucket`` filter.
 
 A global stage, for two reasons: a top fraction and buckets need the whole corpus
-(:mod:`datacurate.phases.calibrate`), and the model runs on a pool of workers of its own
+(:mod:`datacurate.phases.ranking`), and the model runs on a pool of workers of its own
 (:meth:`Blocks.map_pool`) fed by tokenizers on CPU workers, not in the per-file CPU tasks
 of the map stages: on a cluster with GPUs, ``num_gpus`` each, bf16, rows sorted by length
 in batches under a token budget. The price: the pipeline is cut there (one extra write of
@@ -35,7 +35,7 @@ from datacurate.core.coerce import opt
 from datacurate.core.schema import ORD, REJECT_REASON, TEXT
 from datacurate.formats import storage
 from datacurate.models import hf_classifier as hf
-from datacurate.phases import calibrate as cal_
+from datacurate.phases import ranking as rk
 from datacurate.stages import model_blocks as mb
 from datacurate.stages.base import GlobalStage, first_reason
 from datacurate.core.schema import DOMAIN
@@ -160,7 +160,7 @@ class ModelClassifier(GlobalStage):
             .rows())
         scored = sum(ctx.map_files("gather", mb.gather, d=d))
         cal = _calibration(c)
-        cdf_path, thr, metrics = cal_.run(ctx, d, cal) if cal.top_fraction or cal.buckets else (None, None, {})
+        cdf_path, thr, metrics = rk.run(ctx, d, cal) if cal.top_fraction or cal.buckets else (None, None, {})
         dec = ctx.map_files("decide", _phase_decide, c=c, d=d, cdf_path=cdf_path, thr=thr,
                             out_dir=ctx.decisions_dir, compression=ctx.compression)
         labels: dict = {}
@@ -186,20 +186,20 @@ def default_batch_tokens(gpu: bool, max_length: int) -> int:
     return 131_072 if gpu else max_length
 
 
-def _calibration(c: ModelClassifierConfig) -> cal_.Calibration:
-    return cal_.Calibration([f"{c.name}_score"], "max", c.top_fraction, c.buckets, c.weight)
+def _calibration(c: ModelClassifierConfig) -> rk.Calibration:
+    return rk.Calibration([f"{c.name}_score"], "max", c.top_fraction, c.buckets, c.weight)
 
 
 def _phase_decide(part: str, c: ModelClassifierConfig, d: str, cdf_path, thr, out_dir: str, compression: str) -> dict:
     from datacurate.formats.io import write_atomic
 
-    if not storage.exists(cal_.scores_path(d, part)):
+    if not storage.exists(rk.scores_path(d, part)):
         return {"labels": {}}
-    t = storage.read_parquet(cal_.scores_path(d, part))
+    t = storage.read_parquet(rk.scores_path(d, part))
     n, p = t.num_rows, c.name
     score = t[f"{p}_score"].to_numpy(zero_copy_only=False)
     scored = ~np.isnan(score)
-    got = cal_.decide(d, part, _calibration(c), cdf_path, thr) if c.top_fraction or c.buckets else None
+    got = rk.decide(d, part, _calibration(c), cdf_path, thr) if c.top_fraction or c.buckets else None
     rules = []
     if c.min_score is not None:
         rules.append(("model_classifier/low_score", scored & (score < c.min_score)))

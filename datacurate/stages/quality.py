@@ -92,7 +92,7 @@ class Quality(Stage):
     name = "quality"
     Config = QualityConfig
     columns = {"quality_score": pa.float32()}
-    calibrated = Calibrated("quality_score", {"min_score": 0.0})  # top_fraction / buckets: a calibrate stage after
+    calibrated = Calibrated("quality_score", {"min_score": 0.0})  # top_fraction / buckets: a score_rank stage after
     scores = {"quality_score": Score("quality: P(hq)", "min_score", applies=lambda c: c.mode == "threshold")}
 
     def __init__(self, config: QualityConfig | None = None, **params):

@@ -150,7 +150,7 @@ class Toxicity(Stage):
     name = "toxicity"
     Config = ToxicityConfig
     columns = {"toxicity_score": pa.float32(), "toxicity_wordlist_hits": pa.int32()}
-    # top_fraction / buckets: a calibrate stage after (the top = the least toxic)
+    # top_fraction / buckets: a score_rank stage after (the top = the least toxic)
     calibrated = Calibrated("toxicity_score", {"classifier": {"max_score": 1.0}}, lower_is_better=True)
     scores = {"toxicity_score": Score("toxicity: document score", "classifier.max_score", "above",
                                       applies=lambda c: c.classifier.enabled)}

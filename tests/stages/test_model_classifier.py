@@ -187,10 +187,10 @@ def test_readme_example_runs(ray_session, tmp_path, monkeypatch):
     for name in ("sample_data", "benchmarks"):
         os.symlink(REPO / name, tmp_path / name)
     monkeypatch.chdir(tmp_path)
-    code, = _blocks("### `model_classifier` and `calibrate`")
+    code, = _blocks("### `model_classifier` and `score_rank`")
     scope: dict = {}
     exec(compile(code, "README.md (model_classifier)", "exec"), scope)
-    st = scope["report"]["stages"]["calibrate:ens"]
+    st = scope["report"]["stages"]["score_rank:ens"]
     assert st["kept"] == round(st["in"] / 2) and scope["report"]["stages"]["model_classifier:edu"]["kept"] == st["in"]
 
 

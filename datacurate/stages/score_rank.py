@@ -1,4 +1,4 @@
-"""Stage ``calibrate``: classifier scores made corpus-relative (top fraction, buckets, ensembles).
+"""Stage ``score_rank``: classifier scores made corpus-relative (top fraction, buckets, ensembles).
 
 The scores of earlier classifier stages as a percentile rank, Nemotron-CC's buckets, a top
 fraction, and ensembles.
@@ -16,7 +16,7 @@ fraction, and ensembles.
 
 Writes ``<name>_rank`` (the combined percentile rank, 0-1) and ``<name>_bucket``; rows a
 classifier did not score (another language) take the other scores' ranks, or none, and
-are kept. The passes: :mod:`datacurate.phases.calibrate` (distributed; the top fraction
+are kept. The passes: :mod:`datacurate.phases.ranking` (distributed; the top fraction
 by the radix select DSIR's cut-off uses).
 """
 
@@ -32,17 +32,17 @@ import pyarrow as pa
 from datacurate.core.coerce import opt
 from datacurate.core.schema import DOMAIN, ORD, REJECT_REASON
 from datacurate.formats import storage
-from datacurate.phases import calibrate as cal_
+from datacurate.phases import ranking as rk
 from datacurate.stages.base import GlobalStage, first_reason
 from datacurate.stages.classifier_keys import CalibrationKeys, bucket_domains, bucket_reason, with_domain
 
 
 @dataclass
-class CalibrateConfig(CalibrationKeys):
+class ScoreRankConfig(CalibrationKeys):
     scores: list[str] = opt(list, "score columns of earlier stages (quality_score, toxicity_score, <name>_score ...)")
     combine: Literal["max", "mean"] = opt("max", "several scores: the max (Nemotron-CC) or mean of their percentile "
                                           "ranks")
-    name: str = opt("calibrated", "column prefix: <name>_rank, <name>_bucket")
+    name: str = opt("ensemble", "column prefix: <name>_rank, <name>_bucket")
     invert: list[str] = opt(list, "scores where lower is better (toxicity_score): ranked from the top down")
 
     def validate(self) -> None:
@@ -58,16 +58,16 @@ class CalibrateConfig(CalibrationKeys):
 @functools.lru_cache(maxsize=None)
 def _columns(name: str, buckets: bool) -> type:
     cols = {f"{name}_rank": pa.float32(), **({f"{name}_bucket": pa.int32()} if buckets else {})}
-    return type(f"Calibrate_{name}", (Calibrate,), {"columns": cols, "__module__": __name__})
+    return type(f"ScoreRank_{name}", (ScoreRank,), {"columns": cols, "__module__": __name__})
 
 
-class Calibrate(GlobalStage):
-    name = "calibrate"
-    Config = CalibrateConfig
+class ScoreRank(GlobalStage):
+    name = "score_rank"
+    Config = ScoreRankConfig
     columns: dict = {}  # per configuration: :meth:`for_config`
 
     @classmethod
-    def for_config(cls, config: CalibrateConfig) -> type:
+    def for_config(cls, config: ScoreRankConfig) -> type:
         return _columns(config.name, config.buckets is not None)
 
     @classmethod
@@ -76,23 +76,23 @@ class Calibrate(GlobalStage):
 
     @classmethod
     def needs_columns(cls, config) -> dict[str, str]:
-        return {s: "calibrate.scores" for s in config.scores}
+        return {s: "score_rank.scores" for s in config.scores}
 
     def __init__(self, config=None, **params):
         super().__init__(config, **params)
         self.columns = self.for_config(self.config).columns
 
-    def calibration(self) -> cal_.Calibration:
+    def calibration(self) -> rk.Calibration:
         c = self.config
-        return cal_.Calibration(list(c.scores), c.combine, c.top_fraction, c.buckets, c.weight, ranks=True)
+        return rk.Calibration(list(c.scores), c.combine, c.top_fraction, c.buckets, c.weight, ranks=True)
 
     def run_global(self, ctx) -> dict:
         c = self.config
         if not ctx.files:
             return {"scored": 0}
-        d = ctx.scratch(f"calibrate_{c.name}")
+        d = ctx.scratch(f"score_rank_{c.name}")
         scored = sum(ctx.map_files("gather", _phase_gather, c=c, d=d))
-        cdf_path, thr, metrics = cal_.run(ctx, d, self.calibration())
+        cdf_path, thr, metrics = rk.run(ctx, d, self.calibration())
         kept = ctx.map_files("decide", _phase_decide, c=c, cal=self.calibration(), d=d, cdf_path=cdf_path, thr=thr,
                              out_dir=ctx.decisions_dir, compression=ctx.compression)
         buckets: dict = {}
@@ -109,33 +109,33 @@ class Calibrate(GlobalStage):
         return with_domain(table, decisions, cols), reasons
 
 
-def _phase_gather(part: str, c: CalibrateConfig, d: str) -> int:
+def _phase_gather(part: str, c: ScoreRankConfig, d: str) -> int:
     """One part's scores (inverted where lower is better), ``_ord`` and mass, as its scores file."""
     from datacurate.formats.io import write_atomic
     from datacurate.phases.context import read_part
 
     t = read_part(part, [ORD, "text", "n_tokens", *c.scores])
     t = t.take(pa.array(np.argsort(t[ORD].to_numpy(), kind="stable")))  # scores files go by _ord
-    cols = {ORD: t[ORD], cal_.WEIGHT: pa.array(cal_.weights(t, c.weight), pa.int64())}
+    cols = {ORD: t[ORD], rk.WEIGHT: pa.array(rk.weights(t, c.weight), pa.int64())}
     for s in c.scores:
         v = t[s].cast(pa.float64()).fill_null(np.nan).to_numpy() if t.schema.field(s).type != pa.null() else \
             np.full(t.num_rows, np.nan)
         cols[s] = -v if s in c.invert else v
-    write_atomic(pa.table(cols), cal_.scores_path(d, part))
+    write_atomic(pa.table(cols), rk.scores_path(d, part))
     return t.num_rows
 
 
-def _phase_decide(part: str, c: CalibrateConfig, cal: cal_.Calibration, d: str, cdf_path, thr, out_dir: str,
+def _phase_decide(part: str, c: ScoreRankConfig, cal: rk.Calibration, d: str, cdf_path, thr, out_dir: str,
                   compression: str) -> dict:
     from datacurate.formats.io import write_atomic
 
-    got = cal_.decide(d, part, cal, cdf_path, thr)
+    got = rk.decide(d, part, cal, cdf_path, thr)
     n, rank, bucket = len(got["ord"]), got["rank"], got["bucket"]
     cols = {ORD: pa.array(got["ord"], pa.int64()), f"{c.name}_rank": pa.array(rank, pa.float32(), mask=np.isnan(rank))}
-    rules = [("calibrate/not_top_fraction", ~got["top"])]
+    rules = [("score_rank/not_top_fraction", ~got["top"])]
     if c.buckets is not None:
         cols[f"{c.name}_bucket"] = pa.array(bucket, pa.int32(), mask=bucket < 0)
-        rules += bucket_reason(c, bucket, "calibrate")
+        rules += bucket_reason(c, bucket, "score_rank")
         if c.domain is not None:
             dom = storage.read_parquet(part, columns=[ORD, DOMAIN])
             pos = np.argsort(dom[ORD].to_numpy())  # the scores file's rows are the part's, by _ord

@@ -1,4 +1,4 @@
-"""The calibration passes over several part files (:mod:`datacurate.phases.calibrate`, run
+"""The calibration passes over several part files (:mod:`datacurate.phases.ranking`, run
 by the in-process context as the engine runs them): percentile ranks within half a bin of
 the exact ones, heavy ties and refined bins included; the top fraction exact, ties by
 position, the same as one sort of everything."""
@@ -11,7 +11,7 @@ import pytest
 
 from datacurate.core.schema import ORD
 from datacurate.formats import storage
-from datacurate.phases import calibrate as cal
+from datacurate.phases import ranking as rk
 from datacurate.phases.journal import Journal
 from datacurate.phases.local import LocalContext
 
@@ -42,18 +42,18 @@ def parts(tmp_path):
         part = str(tmp_path / f"part-{i}.parquet")
         storage.write_parquet(pa.table({ORD: rows}), part)
         files.append(part)
-        storage.write_parquet(pa.table({ORD: rows, "a": a[rows], "b": b[rows], cal.WEIGHT: w[rows]}),
-                              cal.scores_path(d, part))
-    ctx = LocalContext(str(tmp_path / "out"), "calibrate", Journal(str(tmp_path / "journal")), files,
+        storage.write_parquet(pa.table({ORD: rows, "a": a[rows], "b": b[rows], rk.WEIGHT: w[rows]}),
+                              rk.scores_path(d, part))
+    ctx = LocalContext(str(tmp_path / "out"), "score_rank", Journal(str(tmp_path / "journal")), files,
                        str(tmp_path / "out"), None)
     return ctx, d, files, a, b, w
 
 
 def test_percentiles_and_ensembles_over_parts(parts):
     ctx, d, files, a, b, w = parts
-    c = cal.Calibration(["a", "b"], "max", buckets=20, weight="tokens")
-    cdf_path, thr, metrics = cal.run(ctx, d, c)
-    got = [cal.decide(d, f, c, cdf_path, thr) for f in files]
+    c = rk.Calibration(["a", "b"], "max", buckets=20, weight="tokens")
+    cdf_path, thr, metrics = rk.run(ctx, d, c)
+    got = [rk.decide(d, f, c, cdf_path, thr) for f in files]
     rank = np.concatenate([g["rank"] for g in got])
     ok = ~np.isnan(b)
     ra, rb = exact_ranks(a, w), np.full(len(b), np.nan)
@@ -69,9 +69,9 @@ def test_percentiles_and_ensembles_over_parts(parts):
 @pytest.mark.parametrize("fraction", [0.1, 0.3])  # 0.1: the cut falls inside the fifth tied at 1.0
 def test_top_fraction_is_exact_over_parts(parts, fraction):
     ctx, d, files, a, _, _ = parts
-    c = cal.Calibration(["a"], top_fraction=fraction)
-    cdf_path, thr, metrics = cal.run(ctx, d, c)
-    top = np.concatenate([cal.decide(d, f, c, cdf_path, thr)["top"] for f in files])
+    c = rk.Calibration(["a"], top_fraction=fraction)
+    cdf_path, thr, metrics = rk.run(ctx, d, c)
+    top = np.concatenate([rk.decide(d, f, c, cdf_path, thr)["top"] for f in files])
     k = round(fraction * len(a))
     want = np.zeros(len(a), bool)
     want[np.lexsort((np.arange(len(a)), -a))[:k]] = True  # one sort of everything, ties by position

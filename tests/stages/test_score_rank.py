@@ -1,4 +1,4 @@
-"""``calibrate``: corpus-relative scores — percentile ranks, ensembles of fastText and encoder
+"""``score_rank``: corpus-relative scores — percentile ranks, ensembles of fastText and encoder
 scores (max or mean), a top fraction by the radix select, and Nemotron-CC's buckets as the
 domains decompose's mixture and DoReMi read."""
 
@@ -26,7 +26,7 @@ def _docs() -> pa.Table:
 
 
 def weights(table, how):
-    from datacurate.phases.calibrate import weights
+    from datacurate.phases.ranking import weights
 
     return weights(table, how)
 
@@ -50,9 +50,9 @@ def scored(tmp_path_factory):
 
 @pytest.mark.parametrize("combine", ["max", "mean"])
 def test_ensemble_of_percentile_ranks(scored, combine):
-    from datacurate.stages.calibrate import Calibrate
+    from datacurate.stages.score_rank import ScoreRank
 
-    out = Calibrate(scores=["quality_score", "edu_score"], combine=combine, buckets=20, name="ens")(scored)
+    out = ScoreRank(scores=["quality_score", "edu_score"], combine=combine, buckets=20, name="ens")(scored)
     words = weights(scored, "tokens").astype(float)  # whitespace-separated words: no tokenize ran
     q = mid_ranks(scored["quality_score"].to_numpy().astype(np.float64), words)
     e = mid_ranks(scored["edu_score"].to_numpy().astype(np.float64), words)
@@ -61,27 +61,27 @@ def test_ensemble_of_percentile_ranks(scored, combine):
     assert np.abs(got - want).max() < 1e-6  # token-weighted, exact: few documents, every bin refined
     assert out["ens_bucket"].to_pylist() == np.minimum((got * 20).astype(int), 19).tolist()
     if combine == "max":  # Nemotron-CC: the highest of the per-model buckets
-        qb = Calibrate(scores=["quality_score"], buckets=20, name="a")(scored)["a_bucket"].to_numpy()
-        eb = Calibrate(scores=["edu_score"], buckets=20, name="b")(scored)["b_bucket"].to_numpy()
+        qb = ScoreRank(scores=["quality_score"], buckets=20, name="a")(scored)["a_bucket"].to_numpy()
+        eb = ScoreRank(scores=["edu_score"], buckets=20, name="b")(scored)["b_bucket"].to_numpy()
         assert (out["ens_bucket"].to_numpy() == np.maximum(qb, eb)).all()
 
 
 def test_top_fraction_of_a_fasttext_score(scored):
-    from datacurate.stages.calibrate import Calibrate
+    from datacurate.stages.score_rank import ScoreRank
 
     n = scored.num_rows
-    out = Calibrate(scores=["quality_score"], top_fraction=0.1)(scored)
+    out = ScoreRank(scores=["quality_score"], top_fraction=0.1)(scored)
     kept = np.flatnonzero(out["reject_reason"].is_null().to_numpy(zero_copy_only=False))
     q = scored["quality_score"].to_numpy()
     assert len(kept) == round(0.1 * n)
     assert set(kept) == set(np.lexsort((np.arange(n), -q))[:len(kept)])  # the top, ties by position
-    assert set(out["reject_reason"].drop_null().to_pylist()) == {"calibrate/not_top_fraction"}
+    assert set(out["reject_reason"].drop_null().to_pylist()) == {"score_rank/not_top_fraction"}
 
 
 def test_token_weighted_buckets_hold_equal_shares_of_tokens(scored):
-    from datacurate.stages.calibrate import Calibrate
+    from datacurate.stages.score_rank import ScoreRank
 
-    out = Calibrate(scores=["edu_score"], buckets=4, name="b")(scored)
+    out = ScoreRank(scores=["edu_score"], buckets=4, name="b")(scored)
     words = weights(scored, "tokens").astype(float)  # whitespace-separated words: no tokenize ran
     share = np.bincount(out["b_bucket"].to_numpy(), weights=words) / words.sum()
     assert np.abs(share - 0.25).max() < words.max() / words.sum()  # within one document of a quarter
@@ -101,7 +101,7 @@ def test_buckets_are_domains_for_decompose_and_doremi(ray_session, tmp_path):
     out = tmp_path / "out"
     cfg = load_config({"input": str(tmp_path / "in.jsonl"), "output": str(out), "ray": {"progress": False},
                        "stages": [{"quality": {"min_score": 0.0, "languages": None}}, "tokenize",
-                                  {"calibrate": {"scores": ["quality_score"], "buckets": 4, "name": "q",
+                                  {"score_rank": {"scores": ["quality_score"], "buckets": 4, "name": "q",
                                                  "domain": "replace"}},
                                   {"decompose": {"min_log2": 4, "max_log2": 7,
                                                  "mixture": {"q-b03": 3, "q-b02": 1, "q-b01": 1, "q-b00": 1}}}]})
@@ -113,12 +113,12 @@ def test_buckets_are_domains_for_decompose_and_doremi(ray_session, tmp_path):
     tokens = np.array([per[f"q-b0{b}"]["tokens_in"] for b in range(4)])
     assert np.abs(tokens / tokens.sum() - 0.25).max() < 0.1  # a quarter of the tokens each, give or take a page
     assert sorted(ShardDataset(str(out / "shards")).domains) == sorted(per)  # what DoReMi and train read
-    assert stats["calibrate:q"]["in"] == stats["calibrate:q"]["kept"] == len(docs)
+    assert stats["score_rank:q"]["in"] == stats["score_rank:q"]["kept"] == len(docs)
 
 
 def test_a_fasttext_stage_takes_the_keys(tmp_path):
     """``quality: {top_fraction: 0.1}`` is the quality stage judging nothing itself, then a
-    calibrate stage over its score (DCLM's top 10 %); toxicity's top is the least toxic."""
+    score_rank stage over its score (DCLM's top 10 %); toxicity's top is the least toxic."""
     from datacurate.configs.pipeline import load_config
 
     (tmp_path / "in.jsonl").write_text('{"text": "x"}\n')
@@ -126,20 +126,20 @@ def test_a_fasttext_stage_takes_the_keys(tmp_path):
                        "stages": [{"quality": {"top_fraction": 0.1}},
                                   {"toxicity": {"buckets": 20, "classifier": {"max_score": 0.5}}}]})
     names = [s.name for s in cfg.stages]
-    assert names == ["quality", "calibrate", "toxicity", "calibrate"]
+    assert names == ["quality", "score_rank", "toxicity", "score_rank"]
     q, qc, t, tc = (s.config for s in cfg.stages)
     assert q.min_score == 0.0 and (qc.scores, qc.top_fraction, qc.name) == (["quality_score"], 0.1, "quality")
     assert t.classifier.max_score == 0.5  # buckets alone keep the stage's own threshold
     assert (tc.scores, tc.invert, tc.buckets) == (["toxicity_score"], ["toxicity_score"], 20)
-    assert [s.cls.stats_key(s.config) for s in cfg.stages][1::2] == ["calibrate:quality", "calibrate:toxicity"]
+    assert [s.cls.stats_key(s.config) for s in cfg.stages][1::2] == ["score_rank:quality", "score_rank:toxicity"]
 
 
 def test_inverted_scores_keep_the_lowest():
-    from datacurate.stages.calibrate import Calibrate
+    from datacurate.stages.score_rank import ScoreRank
 
     tox = np.array([0.9, 0.1, 0.5, 0.05, 0.7, 0.2, 0.3, 0.95])
     t = pa.table({"text": ["a b c"] * len(tox), "toxicity_score": pa.array(tox, pa.float32())})
-    out = Calibrate(scores=["toxicity_score"], invert=["toxicity_score"], top_fraction=0.25, buckets=4,
+    out = ScoreRank(scores=["toxicity_score"], invert=["toxicity_score"], top_fraction=0.25, buckets=4,
                     weight="documents", name="tox")(t)
     kept = np.flatnonzero(out["reject_reason"].is_null().to_numpy(zero_copy_only=False))
     assert set(kept) == {1, 3}  # the least toxic quarter
