@@ -23,7 +23,7 @@ class CalibrationKeys:
     buckets: Optional[int] = opt(None, "write <name>_bucket: 0..buckets-1 by token-weighted percentile of the score "
                                  "(Nemotron-CC: 20)")
     min_bucket: Optional[int] = opt(None, "reject documents in lower buckets")
-    weight: Literal["tokens", "documents"] = opt("tokens", "the percentiles' mass: tokens (n_tokens, else words) or "
+    weight: Literal["tokens", "documents"] = opt("tokens", "the percentiles' mass: tokens (n_tokens, else UTF-8 bytes) or "
                                                  "documents")
     domain: Optional[Literal["replace", "append"]] = opt(
         None, "write the bucket into domain (replace: '<name>-b07'; append: '<domain>/<name>-b07') for decompose's "

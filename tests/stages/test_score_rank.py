@@ -53,9 +53,9 @@ def test_ensemble_of_percentile_ranks(scored, combine):
     from datacurate.stages.score_rank import ScoreRank
 
     out = ScoreRank(scores=["quality_score", "edu_score"], combine=combine, buckets=20, name="ens")(scored)
-    words = weights(scored, "tokens").astype(float)  # whitespace-separated words: no tokenize ran
-    q = mid_ranks(scored["quality_score"].to_numpy().astype(np.float64), words)
-    e = mid_ranks(scored["edu_score"].to_numpy().astype(np.float64), words)
+    mass = weights(scored, "tokens").astype(float)  # UTF-8 bytes: no tokenize ran
+    q = mid_ranks(scored["quality_score"].to_numpy().astype(np.float64), mass)
+    e = mid_ranks(scored["edu_score"].to_numpy().astype(np.float64), mass)
     want = np.maximum(q, e) if combine == "max" else (q + e) / 2
     got = out["ens_rank"].to_numpy()
     assert np.abs(got - want).max() < 1e-6  # token-weighted, exact: few documents, every bin refined
@@ -82,9 +82,9 @@ def test_token_weighted_buckets_hold_equal_shares_of_tokens(scored):
     from datacurate.stages.score_rank import ScoreRank
 
     out = ScoreRank(scores=["edu_score"], buckets=4, name="b")(scored)
-    words = weights(scored, "tokens").astype(float)  # whitespace-separated words: no tokenize ran
-    share = np.bincount(out["b_bucket"].to_numpy(), weights=words) / words.sum()
-    assert np.abs(share - 0.25).max() < words.max() / words.sum()  # within one document of a quarter
+    mass = weights(scored, "tokens").astype(float)  # UTF-8 bytes: no tokenize ran
+    share = np.bincount(out["b_bucket"].to_numpy(), weights=mass) / mass.sum()
+    assert np.abs(share - 0.25).max() < mass.max() / mass.sum()  # within one document of a quarter
 
 
 def test_buckets_are_domains_for_decompose_and_doremi(ray_session, tmp_path):
