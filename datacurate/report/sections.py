@@ -25,6 +25,7 @@ from datacurate.core.coerce import coerce
 from datacurate.registry import STAGES
 from datacurate.report import profile as pf
 from datacurate.report import svg
+from datacurate.report.languages import language_section
 from datacurate.report.scan import (HERE, KEPT, LATER, SAMPLE_CHARS, Scan, find_training, read_json, read_jsonl,
                                     sample_rejects, shard_counts)
 from datacurate.core.schema import DOMAIN, INPUT_STAGE
@@ -413,7 +414,8 @@ def write_report(out_dir: str, train_dir: str | None = None, path: str | None = 
     stages = stats.get("stages", {})
     samples = sample_rejects(out_dir, {s: st.get("rejected") or {} for s, st in stages.items()})
     models = find_training(out_dir, config, train_dir)
-    sections = [funnel_section(stats, scan, manifest), removed_section(scan, stats), hosts_section(scan),
+    sections = [funnel_section(stats, scan, manifest), removed_section(scan, stats),
+                language_section(scan, stats, manifest), hosts_section(scan),
                 status_section(scan, stats), rejects_section(stats, samples),
                 scores_section(scan, configs, stats), mix_section(scan)]
     sections += [cls.report_section(View(stages.get(cls.name) or {}, configs.get(cls.name), scan))

@@ -50,7 +50,10 @@ class DecomposeConfig:
     min_log2: int = opt(6, "smallest bucket 2^min_log2 tokens; shorter tails are dropped (counted)")
     max_log2: int = opt(11, "largest bucket; longer documents are first cut into 2^max_log2 chunks")
     seq_len: int = opt(2048, "pack mode: sequence length")
+    domain_column: str = opt("domain", "the column whose values are the mixture's domains (lang: languages)")
     mixture: Optional[dict[str, float]] = opt(None, "{domain: weight}; null = natural mixture")
+    alpha: Optional[float] = opt(None, "temperature sampling: domain d weighs tokens_d^alpha (mT5, XLM-R: 0.3); "
+                                       "null = mixture / mixture_file / natural")
     mixture_file: Optional[str] = opt(None, 'JSON {domain: weight} or {"domain_weights": {...}} (DoReMi)')
     total_tokens: Optional[int] = opt(None, "tokens the shards hold after mixing; null = all bucketed tokens")
     seed: int = opt(0, "sampling coins: hash of (seed, document id, position)")
@@ -69,6 +72,10 @@ class DecomposeConfig:
             raise ValueError("seed must be within [0, 2**64)")
         if self.target_file_bytes < 1:
             raise ValueError("target_file_bytes must be positive")
+        if self.alpha is not None and not 0.0 < self.alpha <= 1.0:
+            raise ValueError("alpha must be within (0, 1]: 1 is the natural mixture, smaller flattens it")
+        if self.alpha is not None and (self.mixture or self.mixture_file):
+            raise ValueError("set alpha (temperature sampling) or mixture / mixture_file, not both")
 
 
 def plan(lengths: np.ndarray, domain_codes: np.ndarray, cfg: DecomposeConfig):
@@ -117,7 +124,7 @@ def count_part(table: pa.Table, cfg: DecomposeConfig) -> tuple[dict, pa.Table]:
     """Phase 1 (one part: ``_ord``, ``domain``, ``n_tokens``): per-domain counts and the
     decisions (too-short documents)."""
     lengths = np.asarray(table.column(N_TOKENS), dtype=np.int64)
-    names, codes = _codes(table.column(DOMAIN))
+    names, codes = _codes(table.column(cfg.domain_column))
     _, buckets = plan(lengths, codes, cfg)
     counts: dict = {}
     for c, name in enumerate(names):
@@ -146,7 +153,7 @@ def write_part(table: pa.Table, cfg: DecomposeConfig, part: str, out_dir: str, r
     lengths = np.diff(np.asarray(tok.offsets, dtype=np.int64))
     if not np.array_equal(lengths, np.asarray(table.column(N_TOKENS), dtype=np.int64)):
         raise ValueError(f"decompose: part {part}: _tokens and n_tokens disagree")
-    names, codes = _codes(table.column(DOMAIN))
+    names, codes = _codes(table.column(cfg.domain_column))
     order, buckets = plan(lengths, codes, cfg)
     if order is not None:  # pack: the stream is the documents in domain order
         offsets = np.concatenate([[0], np.cumsum(lengths)])
@@ -213,7 +220,7 @@ def _phase_count(path: str, cfg: DecomposeConfig, dec_dir: str, compression: str
     from datacurate.formats import storage
     from datacurate.formats.io import write_atomic
 
-    counts, decisions = count_part(storage.read_parquet(path, columns=[ORD, DOMAIN, N_TOKENS]), cfg)
+    counts, decisions = count_part(storage.read_parquet(path, columns=[ORD, cfg.domain_column, N_TOKENS]), cfg)
     if decisions.num_rows:
         write_atomic(decisions, storage.join(dec_dir, path.rsplit("/", 1)[-1]), compression)
     return counts
@@ -223,7 +230,7 @@ def _phase_write(path: str, cfg: DecomposeConfig, out_dir: str, rates: dict, dom
     from datacurate.formats import storage
 
     part = path.rsplit("/", 1)[-1].removeprefix("part-").removesuffix(".parquet")
-    table = storage.read_parquet(path, columns=[ID, DOMAIN, N_TOKENS, TOKENS])
+    table = storage.read_parquet(path, columns=[ID, cfg.domain_column, N_TOKENS, TOKENS])
     pieces, written = write_part(table, cfg, part, out_dir, rates, domain_ids, np.dtype(dtype))
     return {"pieces": pieces, "written": written}
 
@@ -241,6 +248,12 @@ class Decompose(GlobalStage):
     def __init__(self, config=None, **params):
         super().__init__(config, **params)
         self.weights, self.source = mixture.load_weights(self.config.mixture, self.config.mixture_file)
+        if self.config.alpha is not None:
+            self.source = f"temperature alpha={self.config.alpha:g} over {self.config.domain_column}"
+
+    @classmethod
+    def needs_columns(cls, config: DecomposeConfig) -> dict[str, str]:
+        return {} if config.domain_column == DOMAIN else {config.domain_column: f"domain_column: {config.domain_column}"}
 
     def tokenizer_info(self, path: Optional[str] = None):
         from datacurate.formats.tokenizer import load_tokenizer
@@ -284,7 +297,9 @@ class Decompose(GlobalStage):
             merge(counts, part_counts)
         if len(counts) > np.iinfo(shards.DOMAIN_DTYPE).max + 1:
             raise ValueError(f"decompose: {len(counts)} domains do not fit uint16 domain ids")
-        mix = mixture.plan({d: n["tokens_in_buckets"] for d, n in counts.items()}, self.weights, c.total_tokens)
+        tokens = {d: n["tokens_in_buckets"] for d, n in counts.items()}
+        weights = mixture.temperature(tokens, c.alpha) if c.alpha is not None else self.weights
+        mix = mixture.plan(tokens, weights, c.total_tokens)
         rates = {d: m["rate"] for d, m in mix["domains"].items()}
         domain_ids = {d: i for i, d in enumerate(sorted(counts))}
         shards.prepare_dir(out_dir, overwrite=True)  # pieces are compacted away: a resumed run writes them again

@@ -16,9 +16,9 @@ with ``variant``:
 - ``salad``      the language's own distinct words drawn uniformly at random, lines of 8-14
                  words without punctuation: keyword stuffing. Drawing from distinct words
                  makes stop words rare, as they are in such pages.
-- ``wrong_lang`` another language's good document (the next language of the same script,
-                 else the next one), labelled with this language: a keep-list of this
-                 language must reject it.
+- ``wrong_lang`` the middle half of another language's declaration (the next language of
+                 the same script, else the next one), labelled with this language: a
+                 keep-list of this language must reject it.
 
 Every record: ``{"id", "text", "domain", "expect_lang", "script", "variant"}``; ``domain`` is
 ``udhr``. ``python3 sample_data/multilingual/build.py OUT.jsonl`` writes them as JSONL.
@@ -125,7 +125,8 @@ def variants(rec: dict, other: dict, seed: int = 0) -> list[tuple[str, str]]:
     r = rng("salad")
     out.append(("salad", "\n".join(_join([r.choice(words) for _ in range(r.randint(8, 14))], rec["script"])
                                    for _ in range(30))))
-    out.append(("wrong_lang", "\n".join(_halves(other["blocks"])[0])))
+    lines = [t for _, t in other["blocks"]]  # its middle half: no exact copy of a good document
+    out.append(("wrong_lang", "\n".join(lines[len(lines) // 4: 3 * len(lines) // 4])))
     return out
 
 
