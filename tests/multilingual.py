@@ -51,14 +51,16 @@ def recipe_stages(overrides: list[str] | None = None) -> list:
 
 
 def judge(docs: list[dict], overrides: list[str] | None = None) -> list[dict]:
-    """Each document with ``lang``, ``lang_score`` and ``reject_reason`` (None: kept) added."""
+    """Each document with ``lang``, ``lang_score``, ``recipe_reason`` (the recipe's stages'
+    reason, None: kept) and ``reject_reason`` (the same, but for ``wrong_lang`` that of a
+    keep-list of the document's own language) added."""
     from datacurate.pipeline import Pipeline
     from datacurate.stages.langid import LangId
 
     stages = recipe_stages(overrides)
     table = pa.table({"id": [d["id"] for d in docs], "text": [d["text"] for d in docs]})
     out = Pipeline(stages).apply(table).select(["lang", "lang_score", "reject_reason"]).to_pylist()
-    res = [{**d, **o} for d, o in zip(docs, out)]
+    res = [{**d, **o, "recipe_reason": o["reject_reason"]} for d, o in zip(docs, out)]
     langid_cfg = next(s.config for s in stages if s.name == "langid")
     by_lang = defaultdict(list)
     for i, d in enumerate(res):
