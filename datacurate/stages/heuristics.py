@@ -18,7 +18,10 @@ C4's line removal cuts the stored text at the lines it judged there.
 
 from __future__ import annotations
 
+import dataclasses
+import logging
 from dataclasses import dataclass, field
+from typing import Optional
 
 import numpy as np
 import pyarrow as pa
@@ -27,15 +30,26 @@ import pyarrow.compute as pc
 from datacurate.core.coerce import opt
 from datacurate.core.schema import TEXT
 from datacurate.text import textstats as ts
+from datacurate.text.langrules import RuleTable, Rows, flatten
 from datacurate.text.layout import layout_normalized
 from datacurate.stages.base import Stage, first_reason
+
+log = logging.getLogger(__name__)
 
 GOPHER_STOP_WORDS = ["the", "be", "to", "of", "and", "that", "have", "with"]
 BULLETS = "•‣●○▪◦∙·*-–"
 C4_POLICY = ["terms of use", "privacy policy", "cookie policy", "uses cookies", "use of cookies", "use cookies"]
-TERMINAL_RE = r'[.!?"]$'  # C4: a line must end in terminal punctuation
+# sentence ends of the scripts that are not written with . ! ? (FineWeb-2: "sentence ends per
+# script"): CJK 。！？ (and the halfwidth ｡), Devanagari / Bengali danda । ॥, Urdu ۔, Arabic
+# ؟, Ethiopic ። ፧, Myanmar ။, Tibetan ། (shad), Khmer ។, Armenian ։. A union: no script uses
+# another's end mark, so each document is judged by its own script's.
+SCRIPT_ENDS = "\u3002\uff01\uff1f\uff61\u0964\u0965\u06d4\u061f\u1362\u1367\u104b\u0f0d\u17d4\u0589"
+TERMINAL_RE = f'[.!?"{SCRIPT_ENDS}]$'  # C4: a line must end in terminal punctuation
+# sentences C4 counts: Latin-style ends followed by a space (or the end), and the other
+# scripts' end marks wherever they stand (CJK puts no space after them)
+SENTENCE_RE = f"[.!?]+[\"'\\)\\]]*(\\s|$)|[{SCRIPT_ENDS}]+"
 # terminal punctuation only (as datatrove's FineWeb filter): a closing quote alone is not an end
-FINEWEB_STOP_RE = "[.!?\u2026\u3002\uff01\uff1f\u061f\u0964\u0965]$"
+FINEWEB_STOP_RE = f"[.!?\u2026{SCRIPT_ENDS}]$"
 
 
 @dataclass
@@ -97,36 +111,59 @@ class HeuristicsConfig:
     gopher_repetition: GopherRepetitionConfig = field(default_factory=GopherRepetitionConfig)
     c4: C4Config = field(default_factory=C4Config)
     fineweb: FineWebConfig = field(default_factory=FineWebConfig)
+    language_rules: str = opt("fineweb2", "thresholds per row's `lang`: fineweb2 = FineWeb-2's config of the "
+                              "language (every lid.176 language but en/eml; README), none = the keys above for all")
+    thresholds: Optional[str] = opt(None, "a YAML of per-language thresholds (`datacurate calibrate` writes one); "
+                                    "over the shipped ones")
+    per_language: dict = opt({}, "overrides per language, e.g. {fr: {gopher_quality: {min_stop_words: 3}}}; "
+                             "over both")
+
+    def validate(self) -> None:
+        self.table()  # a misspelt key or an unreadable thresholds file stops the run before work starts
+
+    def table(self) -> RuleTable:
+        """The per-language thresholds over this config's keys (each language's default)."""
+        default = {k: v for k, v in flatten({s.name: dataclasses.asdict(getattr(self, s.name))
+                                             for s in dataclasses.fields(self)
+                                             if dataclasses.is_dataclass(getattr(self, s.name))}).items()}
+        return RuleTable(default, self.language_rules, self.thresholds, self.per_language)
 
 
 def _b(arr) -> np.ndarray:
     return np.asarray(pc.fill_null(arr, False), dtype=bool)
 
 
-def gopher_repetition(texts: pa.Array, words: ts.Pieces, word_len: np.ndarray, cfg: GopherRepetitionConfig) -> list:
+def _ngram_sizes(r: Rows, key: str) -> list[int]:
+    return sorted({int(k.rpartition(".")[2]) for rule in r.rules for k in rule if k.startswith(key + ".")})
+
+
+def gopher_repetition(texts: pa.Array, words: ts.Pieces, word_len: np.ndarray, r: Rows) -> list:
     n_chars = np.asarray(pc.utf8_length(texts), dtype=np.float64)
     lines = ts.split_pattern(texts, "\n+", regex=True)
     paras = ts.split_pattern(pc.utf8_trim_whitespace(texts), r"\n\s*\n", regex=True)
     line_dup, line_dup_chars = ts.duplicate_stats(lines)
     para_dup, para_dup_chars = ts.duplicate_stats(paras)
+    k = "gopher_repetition."
     rules = [
-        ("gopher_rep/dup_line_frac", ts.ratio(line_dup, lines.counts) > cfg.max_dup_line_frac),
-        ("gopher_rep/dup_para_frac", ts.ratio(para_dup, paras.counts) > cfg.max_dup_para_frac),
-        ("gopher_rep/dup_line_char_frac", ts.ratio(line_dup_chars, n_chars) > cfg.max_dup_line_char_frac),
-        ("gopher_rep/dup_para_char_frac", ts.ratio(para_dup_chars, n_chars) > cfg.max_dup_para_char_frac),
+        ("gopher_rep/dup_line_frac", ts.ratio(line_dup, lines.counts) > r[k + "max_dup_line_frac"]),
+        ("gopher_rep/dup_para_frac", ts.ratio(para_dup, paras.counts) > r[k + "max_dup_para_frac"]),
+        ("gopher_rep/dup_line_char_frac", ts.ratio(line_dup_chars, n_chars) > r[k + "max_dup_line_char_frac"]),
+        ("gopher_rep/dup_para_char_frac", ts.ratio(para_dup_chars, n_chars) > r[k + "max_dup_para_char_frac"]),
     ]
-    top, dup = sorted(cfg.max_top_ngram_char_frac.items()), sorted(cfg.max_dup_ngram_char_frac.items())
-    pos, h, starts = ts.ngram_hashes(words, max([n for n, _ in top], default=1), tuple(n for n, _ in dup))
-    for n, thr in top:
+    top = _ngram_sizes(r, k + "max_top_ngram_char_frac")
+    dup = _ngram_sizes(r, k + "max_dup_ngram_char_frac")
+    pos, h, starts = ts.ngram_hashes(words, max(top, default=1), tuple(dup))
+    for n in top:
         chars = ts.top_ngram_chars(words, pos, h[n - 1], n, word_len)
-        rules.append((f"gopher_rep/top_{n}gram", ts.ratio(chars, n_chars) > thr))
-    for n, thr in dup:
+        rules.append((f"gopher_rep/top_{n}gram", ts.ratio(chars, n_chars) > r[f"{k}max_top_ngram_char_frac.{n}"]))
+    for n in dup:
         chars = ts.dup_ngram_chars(words, starts[n], n, word_len)
-        rules.append((f"gopher_rep/dup_{n}gram", ts.ratio(chars, n_chars) > thr))
+        rules.append((f"gopher_rep/dup_{n}gram", ts.ratio(chars, n_chars) > r[f"{k}max_dup_ngram_char_frac.{n}"]))
     return rules
 
 
-def gopher_quality(texts: pa.Array, words: ts.Pieces, word_len: np.ndarray, cfg: GopherQualityConfig) -> list:
+def gopher_quality(texts: pa.Array, words: ts.Pieces, word_len: np.ndarray, r: Rows) -> list:
+    k = "gopher_quality."
     n_words = words.counts
     mean_len = ts.ratio(words.per_doc(word_len), n_words)
     hashes = np.asarray(pc.count_substring(texts, "#"), dtype=np.float64)
@@ -136,18 +173,20 @@ def gopher_quality(texts: pa.Array, words: ts.Pieces, word_len: np.ndarray, cfg:
     bullet = _b(pc.match_substring_regex(stripped, "^[" + "".join("\\" + c if c in "-*" else c for c in BULLETS) + "]"))
     ellipsis_end = _b(pc.match_substring_regex(stripped, r"(\.\.\.|…)$"))
     alpha = _b(pc.match_substring_regex(words.values, r"\pL"))
-    stop = _b(pc.is_in(pc.utf8_lower(words.values), value_set=pa.array(cfg.stop_words, words.values.type)))
+    stop = words.per_doc(r.stop_word_hits(words.values, words.doc, k + "stop_words"))
+    symbol = r[k + "max_symbol_word_ratio"]
     return [
-        ("gopher/too_few_words", n_words < cfg.min_words),
-        ("gopher/too_many_words", n_words > cfg.max_words),
-        ("gopher/mean_word_length", (mean_len < cfg.min_mean_word_length) | (mean_len > cfg.max_mean_word_length)),
-        ("gopher/symbol_word_ratio", (ts.ratio(hashes, n_words) > cfg.max_symbol_word_ratio)
-         | (ts.ratio(ellipses, n_words) > cfg.max_symbol_word_ratio)),
-        ("gopher/bullet_lines", ts.ratio(lines.per_doc(bullet), lines.counts) > cfg.max_bullet_lines_ratio),
-        ("gopher/ellipsis_lines", ts.ratio(lines.per_doc(ellipsis_end), lines.counts) > cfg.max_ellipsis_lines_ratio),
-        ("gopher/alpha_words", ts.ratio(words.per_doc(alpha), n_words, empty=1.0) < cfg.min_alpha_words_ratio),
-        ("gopher/stop_words", words.per_doc(stop) < cfg.min_stop_words),
-        ("gopher/stop_word_ratio", ts.ratio(words.per_doc(stop), n_words) < cfg.min_stop_word_ratio),
+        ("gopher/too_few_words", n_words < r[k + "min_words"]),
+        ("gopher/too_many_words", n_words > r[k + "max_words"]),
+        ("gopher/mean_word_length", (mean_len < r[k + "min_mean_word_length"])
+         | (mean_len > r[k + "max_mean_word_length"])),
+        ("gopher/symbol_word_ratio", (ts.ratio(hashes, n_words) > symbol) | (ts.ratio(ellipses, n_words) > symbol)),
+        ("gopher/bullet_lines", ts.ratio(lines.per_doc(bullet), lines.counts) > r[k + "max_bullet_lines_ratio"]),
+        ("gopher/ellipsis_lines", ts.ratio(lines.per_doc(ellipsis_end), lines.counts)
+         > r[k + "max_ellipsis_lines_ratio"]),
+        ("gopher/alpha_words", ts.ratio(words.per_doc(alpha), n_words, empty=1.0) < r[k + "min_alpha_words_ratio"]),
+        ("gopher/stop_words", stop < r[k + "min_stop_words"]),
+        ("gopher/stop_word_ratio", ts.ratio(stop, n_words) < r[k + "min_stop_word_ratio"]),
     ]
 
 
@@ -179,33 +218,42 @@ class Lines:
         return ts.Pieces(stripped.filter(pa.array(is_word)), doc, offsets, n_docs), per_line
 
 
-def c4_rules(texts: pa.Array, cfg: C4Config, split: Lines) -> tuple[list, pa.Array, np.ndarray, np.ndarray]:
+def c4_rules(texts: pa.Array, r: Rows, split: Lines) -> tuple[list, pa.Array, np.ndarray, np.ndarray]:
     """Return (document rules, texts with C4's bad lines removed, lines removed per doc,
-    mask of the lines removed)."""
+    mask of the lines removed). Rows whose language has ``c4.enabled`` false lose no line
+    and fail no C4 rule (FineWeb-2 applies no C4 rule)."""
+    k = "c4."
+    on = r[k + "enabled"].astype(bool)
     lower = pc.utf8_lower(texts)
     lines, line, tokens = split.lines, split.line, split.tokens
+
+    def per_line(key: str) -> np.ndarray:
+        return r[k + key][lines.doc]
+
     line_lower = pc.utf8_lower(line)
     drop = np.zeros(len(line), dtype=bool)
-    if cfg.filter_no_terminal_punct:
-        drop |= ~_b(pc.match_substring_regex(line, TERMINAL_RE)) | _b(pc.ends_with(line, "..."))
-    drop |= tokens.counts < cfg.min_words_per_line
-    if cfg.max_word_length > 0 and len(tokens.values):
-        long_word = tokens.lengths() > cfg.max_word_length
-        drop |= np.bincount(tokens.doc[long_word], minlength=len(line)) > 0
-    if cfg.filter_javascript:
-        drop |= _b(pc.match_substring(line_lower, "javascript"))
-    if cfg.filter_policy:
-        drop |= _b(pc.match_substring_regex(line_lower, "|".join(C4_POLICY)))
+    if r.any(k + "filter_no_terminal_punct"):
+        no_end = ~_b(pc.match_substring_regex(line, TERMINAL_RE)) | _b(pc.ends_with(line, "..."))
+        drop |= no_end & per_line("filter_no_terminal_punct").astype(bool)
+    drop |= tokens.counts < per_line("min_words_per_line")
+    if len(tokens.values):
+        max_len = per_line("max_word_length")
+        long_word = tokens.lengths() > max_len[tokens.doc]
+        drop |= (np.bincount(tokens.doc[long_word], minlength=len(line)) > 0) & (max_len > 0)
+    if r.any(k + "filter_javascript"):
+        drop |= _b(pc.match_substring(line_lower, "javascript")) & per_line("filter_javascript").astype(bool)
+    if r.any(k + "filter_policy"):
+        drop |= _b(pc.match_substring_regex(line_lower, "|".join(C4_POLICY))) & per_line("filter_policy").astype(bool)
     # blank lines are paragraph breaks, not lines C4 judges: keep them, then collapse the
     # runs that removed lines leave behind
     blank = np.asarray(pc.equal(pc.utf8_length(line), 0))
-    drop &= ~blank
+    drop &= ~blank & on[lines.doc]
     new_text = c4_text(lines, line, drop)
-    sentences = np.asarray(pc.count_substring_regex(new_text, r"[.!?]+[\"'\)\]]*(\s|$)"))
+    sentences = np.asarray(pc.count_substring_regex(new_text, SENTENCE_RE))
     rules = [
-        ("c4/lorem_ipsum", _b(pc.match_substring(lower, "lorem ipsum")) if cfg.filter_lorem_ipsum else False),
-        ("c4/curly_bracket", _b(pc.match_substring(texts, "{")) if cfg.filter_curly_bracket else False),
-        ("c4/too_few_sentences", sentences < cfg.min_sentences),
+        ("c4/lorem_ipsum", _b(pc.match_substring(lower, "lorem ipsum")) & r[k + "filter_lorem_ipsum"].astype(bool) & on),
+        ("c4/curly_bracket", _b(pc.match_substring(texts, "{")) & r[k + "filter_curly_bracket"].astype(bool) & on),
+        ("c4/too_few_sentences", (sentences < r[k + "min_sentences"]) & on),
     ]
     return rules, new_text, lines.per_doc(drop).astype(np.int32), drop
 
@@ -216,24 +264,39 @@ def c4_text(lines: ts.Pieces, line: pa.Array, drop: np.ndarray) -> pa.Array:
     return pc.utf8_trim_whitespace(pc.replace_substring_regex(kept.rejoin("\n"), r"\n{3,}", "\n\n"))
 
 
-def fineweb_rules(texts: pa.Array, n_words: np.ndarray, cfg: FineWebConfig) -> list:
+def fineweb_rules(texts: pa.Array, n_words: np.ndarray, r: Rows) -> list:
+    k = "fineweb."
     lines = ts.split_pattern(texts, "\n")
     ends = _b(pc.match_substring_regex(lines.values, FINEWEB_STOP_RE))
-    short = lines.lengths() <= cfg.short_line_length
+    short = lines.lengths() <= r[k + "short_line_length"][lines.doc]
     _, dup_chars = ts.duplicate_stats(lines)
     chars_no_nl = np.asarray(pc.utf8_length(texts), dtype=np.float64) - np.asarray(pc.count_substring(texts, "\n"))
     # runs of newlines count once: paragraph breaks are not list items
     newlines = np.asarray(pc.count_substring_regex(texts, r"\n+"), dtype=np.float64)
     return [
         ("fineweb/empty", lines.counts == 0),
-        ("fineweb/line_punct_ratio", ts.ratio(lines.per_doc(ends), lines.counts) < cfg.min_line_punct_ratio),
-        ("fineweb/short_line_ratio", ts.ratio(lines.per_doc(short), lines.counts) > cfg.max_short_line_ratio),
-        ("fineweb/char_dup_ratio", ts.ratio(dup_chars, chars_no_nl) > cfg.max_dup_line_char_ratio),
-        ("fineweb/list_ratio", ts.ratio(newlines, n_words, empty=np.inf) > cfg.max_list_ratio),
+        ("fineweb/line_punct_ratio", ts.ratio(lines.per_doc(ends), lines.counts) < r[k + "min_line_punct_ratio"]),
+        ("fineweb/short_line_ratio", ts.ratio(lines.per_doc(short), lines.counts) > r[k + "max_short_line_ratio"]),
+        ("fineweb/char_dup_ratio", ts.ratio(dup_chars, chars_no_nl) > r[k + "max_dup_line_char_ratio"]),
+        ("fineweb/list_ratio", ts.ratio(newlines, n_words, empty=np.inf) > r[k + "max_list_ratio"]),
     ]
 
 
+def split_words(texts: pa.Array, langs: Optional[pa.Array]) -> ts.Pieces:
+    """Words of each document by its language: :mod:`datacurate.text.words` where that module
+    is there (segmenters for the scripts written without spaces), else whitespace words."""
+    try:
+        from datacurate.text import words as words_mod
+    except ImportError:
+        words_mod = None
+    if words_mod is None or langs is None:
+        return ts.words_of(texts)
+    return words_mod.words_of(texts, langs)
+
+
 class Heuristics(Stage):
+    """Gopher, C4 and FineWeb rules with thresholds per document's language (``lang``, ``lang_script``)."""
+
     name = "heuristics"
     Config = HeuristicsConfig
     columns = {"c4_lines_removed": pa.int32()}
@@ -242,46 +305,74 @@ class Heuristics(Stage):
     def rewrites_text(cls, config) -> bool:
         return config.c4.enabled  # C4 line removal
 
+    def __init__(self, config: HeuristicsConfig | None = None, **params):
+        super().__init__(config, **params)
+        self.table = self.config.table()
+        self.warned: set[str] = set()
+
     def metrics(self, table: pa.Table) -> dict:
         return {"c4_lines_removed": int(pc.sum(table.column("c4_lines_removed")).as_py() or 0)}
+
+    def rows(self, table: pa.Table) -> Rows:
+        """Each row's thresholds, by its ``lang`` (and ``lang_script``) where langid ran before."""
+        cols = table.column_names
+        langs = table.column("lang").combine_chunks() if "lang" in cols else None
+        scripts = table.column("lang_script").combine_chunks() if "lang_script" in cols else None
+        r = self.table.rows(langs, scripts, table.num_rows)
+        for lang in sorted(r.unknown - self.warned):  # once per language and stage instance
+            log.warning("heuristics: no thresholds for language %r: it gets the default ones "
+                        "(the stage's keys; add it under per_language: or thresholds:)", lang)
+            self.warned.add(lang)
+        return r
 
     def annotate(self, table: pa.Table):
         cfg: HeuristicsConfig = self.config
         stored = table.column(TEXT).combine_chunks()
         texts = view = layout_normalized(stored)  # the rules judge this view; the stored text keeps its characters
         n = len(texts)
+        r = self.rows(table)
+        langs = table.column("lang").combine_chunks() if "lang" in table.column_names else None
         rules: list = []
         words = split = None
-        if cfg.c4.enabled:
+        c4_on = cfg.c4.enabled and bool(r["c4.enabled"].any())
+        if c4_on:
             split = Lines.of(texts)
         if cfg.gopher_repetition.enabled or cfg.gopher_quality.enabled or (cfg.fineweb.enabled and split):
             # one split into words serves Gopher, and FineWeb after C4 (the words of the lines C4 kept)
             words, words_per_line = split.words() if split else (ts.words_of(texts), None)
+            if langs is not None:
+                ws_counts, words = words.counts, split_words(texts, langs)
             word_len = words.lengths()
         if cfg.gopher_quality.enabled:
-            rules += gopher_quality(texts, words, word_len, cfg.gopher_quality)
+            rules += gopher_quality(texts, words, word_len, r)
         if cfg.gopher_repetition.enabled:
-            rules += gopher_repetition(texts, words, word_len, cfg.gopher_repetition)
+            rules += gopher_repetition(texts, words, word_len, r)
         removed = np.zeros(n, dtype=np.int32)
         out_text = stored
-        if cfg.c4.enabled:
-            c4, new_text, removed, dropped = c4_rules(texts, cfg.c4, split)
+        if c4_on:
+            c4, new_text, removed, dropped = c4_rules(texts, r, split)
             rules += c4
             texts = new_text  # FineWeb's rules see the text C4 left, as in the FineWeb pipeline
             if view is not stored:  # the same lines (no newline is normalised), of the stored text
                 lines = ts.split_pattern(stored, "\n", drop_blank=False)
                 new_text = c4_text(lines, pc.utf8_trim_whitespace(lines.values), dropped)
+            judged_by_c4 = pa.array(r["c4.enabled"].astype(bool))
+            texts = pc.if_else(judged_by_c4, texts, view)
         if cfg.fineweb.enabled:
             if split:
                 n_words = split.lines.per_doc(words_per_line * ~dropped).astype(np.int64)
+                if langs is not None:  # segmented words: scale by the share of whitespace words C4 kept
+                    n_words = np.rint(words.counts * ts.ratio(n_words, ws_counts, empty=1.0)).astype(np.int64)
             else:
-                n_words = words.counts if words is not None else ts.words_of(texts).counts
-            rules += fineweb_rules(texts, n_words, cfg.fineweb)
-        reasons = first_reason(n, [(r, np.broadcast_to(m, (n,))) for r, m in rules])
+                n_words = words.counts if words is not None else split_words(texts, langs).counts
+            rules += fineweb_rules(texts, n_words, r)
+        reasons = first_reason(n, [(name, np.broadcast_to(m, (n,))) for name, m in rules])
         cols = {"c4_lines_removed": pa.array(removed, pa.int32())}
         if cfg.c4.enabled:
-            # kept documents carry the C4-cleaned text; rejected ones keep what was read
-            rejected = np.asarray(pc.is_valid(reasons))
-            out_text = pc.if_else(pa.array(rejected), out_text, new_text.cast(out_text.type))
+            # kept documents judged by C4 carry the C4-cleaned text; rejected ones keep what was read
+            keep_read = np.asarray(pc.is_valid(reasons))
+            if c4_on:
+                keep_read |= ~r["c4.enabled"].astype(bool)
+                out_text = pc.if_else(pa.array(keep_read), out_text, new_text.cast(out_text.type))
             cols[TEXT] = out_text
         return cols, reasons

@@ -1,0 +1,221 @@
+"""Words for every script: whitespace where a script spaces its words, a segmenter where not.
+
+Chinese, Japanese, Thai, Lao, Khmer, Myanmar and Tibetan write words without spaces
+between them, so a whitespace split counts a sentence as one "word" (Gopher's mean word
+length rejects the page, a MinHash shingle is a clause, a 13-gram a paragraph).
+:func:`split_words` splits on whitespace as :func:`textstats.split_whitespace` does, then
+cuts every run of an unspaced script inside a token into words with a segmenter chosen by
+the row's language (``lang``, lid.176's codes), or by the run's script where the row's
+language does not say (a Chinese name inside an English page, a Thai quote in a Lao one).
+datatrove does the same per document with one tokenizer per language
+(``utils/word_tokenizers.py``: jieba for Chinese, SudachiPy via spaCy for Japanese,
+PyThaiNLP for Thai, LaoNLP, khmer-nltk, botok); here whitespace stays vectorised in Arrow
+and only the runs of unspaced scripts go through Python.
+
+Cost: a batch with no character of those scripts (one vectorised ASCII check, then one
+RE2 scan of the non-ASCII rows) returns ``split_whitespace``'s result unchanged, so
+English costs what it did. Where a batch has such runs, each distinct run of the batch is
+segmented once. The segmenters (:mod:`datacurate.text.segmenters`) load lazily, once per
+process; :func:`check_segmenters` turns a missing one into a config error before work starts.
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from datacurate.core.coerce import ConfigError
+from datacurate.text import segmenters as seg
+from datacurate.text import textstats as ts
+
+# Unicode blocks of scripts written without spaces between words. CJ: Han (with the
+# iteration marks 々〆〇) and kana run together, as Japanese mixes them within a word.
+_SCRIPTS = {
+    "cj": "\u3005-\u3007\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9f\U00020000-\U0003134f",
+    "thai": "\u0e00-\u0e7f",
+    "lao": "\u0e80-\u0eff",
+    "tibetan": "\u0f00-\u0fff",
+    "myanmar": "\u1000-\u109f\ua9e0-\ua9ff\uaa60-\uaa7f",
+    "khmer": "\u1780-\u17ff\u19e0-\u19ff",
+}
+_ALL = "".join(_SCRIPTS.values())
+_KANA = re.compile("[\u3040-\u30ff\u31f0-\u31ff\uff66-\uff9f]")
+# one alternative per script, then anything else (Latin, digits, punctuation) as one piece;
+# a zero-width space (Khmer, Myanmar and Thai writers mark word breaks with it) separates
+_SEP = "\u200b\ufeff"
+_RUNS = re.compile("|".join(f"([{chars}]+)" for chars in _SCRIPTS.values()) + f"|([^{_ALL}{_SEP}\\s]+)")
+_RUN_SCRIPT = list(_SCRIPTS) + [None]
+
+
+def _re2_class(chars: str) -> str:
+    """The same character class in RE2's syntax (Arrow's regex kernels), ``\\x{...}`` escapes."""
+    return "".join(f"\\x{{{ord(c):x}}}" if c != "-" else "-" for c in chars)
+
+
+_RE2_UNSPACED = f"[{_re2_class(_ALL)}]"
+_RE2_TOKEN = f"[{_re2_class(_ALL + _SEP)}]"  # tokens of such rows that go through Python
+_RE2_EDGE_PUNCT = r"^[\pP\pZ]+|[\pP\pZ]+$"
+
+# The default language of each script (for a run the row's language does not cover) and
+# the script of each language whose words are not spaced.
+_SCRIPT_LANG = {"thai": "th", "lao": "lo", "tibetan": "bo", "myanmar": "my", "khmer": "km"}
+_LANG_SCRIPT = {"zh": "cj", "yue": "cj", "wuu": "cj", "gan": "cj", "ja": "cj", "th": "thai", "lo": "lao",
+                "bo": "tibetan", "dz": "tibetan", "my": "myanmar", "km": "khmer"}
+
+
+def base_lang(lang) -> str | None:
+    """lid.176's code of ``lang``: ``zh``, ``zh_Hant``, ``zh-Hans``, ``__label__zh`` -> ``zh``."""
+    if lang is None or not isinstance(lang, str) or not lang:
+        return None
+    lang = lang.removeprefix("__label__")
+    return re.split(r"[_\-]", lang, maxsplit=1)[0].lower() or None
+
+
+def segmenter_for(lang, table: dict | None = None) -> str | None:
+    """The segmenter that cuts ``lang``'s words, or None where its script spaces words."""
+    code = base_lang(lang)
+    if code not in _LANG_SCRIPT:
+        return None
+    return {**seg.DEFAULT, **(table or {})}.get(code) or seg.DEFAULT[code]
+
+
+def check_segmenters(langs, table: dict | None = None) -> None:
+    """Raise :class:`ConfigError` (one line: the language, the package, the pip command) when
+    a segmenter that ``langs`` need is not importable or unknown. Call it before any work."""
+    for lang in langs or ():
+        name = segmenter_for(lang, table)
+        if name is None:
+            continue
+        if name not in seg.SEGMENTERS:
+            known = ", ".join(sorted(seg.SEGMENTERS))
+            raise ConfigError(f"words: language {lang!r}: unknown segmenter {name!r} (known: {known})")
+        problem = seg.unavailable(name)
+        if problem:
+            raise ConfigError(f"words: language {lang!r} needs the word segmenter {name!r}, which cannot be loaded "
+                              f"({problem}); install it with: pip install {seg.SEGMENTERS[name].pip}")
+
+
+def _row_langs(langs, n: int) -> list:
+    if langs is None or isinstance(langs, str):
+        return [langs] * n
+    if isinstance(langs, (pa.Array, pa.ChunkedArray)):
+        langs = langs.to_pylist()
+    out = list(langs)
+    if len(out) != n:
+        raise ValueError(f"words: {len(out)} languages for {n} texts")
+    return out
+
+
+def _run_lang(script: str, run: str, row_lang: str | None) -> str:
+    if _LANG_SCRIPT.get(row_lang) == script:
+        return row_lang
+    if script == "cj":
+        return "ja" if _KANA.search(run) else "zh"
+    return _SCRIPT_LANG[script]
+
+
+def unspaced_rows(texts: pa.Array) -> np.ndarray:
+    """Mask of rows holding any character of a script written without spaces (vectorised)."""
+    n = len(texts)
+    ascii_ = np.asarray(pc.string_is_ascii(texts).fill_null(True), dtype=bool)
+    out = np.zeros(n, dtype=bool)
+    rest = np.flatnonzero(~ascii_)
+    if len(rest):
+        found = pc.match_substring_regex(pc.take(texts, pa.array(rest)), _RE2_UNSPACED)
+        out[rest] = np.asarray(found.fill_null(False), dtype=bool)
+    return out
+
+
+def split_words(texts: pa.Array, langs=None, table: dict | None = None) -> ts.Pieces:
+    """Every document's tokens in order (the shape of :func:`textstats.split_whitespace`):
+    whitespace tokens, with each run of an unspaced script cut into its words.
+
+    ``langs``: None, one lid.176 code, or one per row (None / ``und`` allowed);
+    ``table`` overrides :data:`segmenters.DEFAULT` per language (``{"th": "pythainlp"}``).
+    """
+    if isinstance(texts, pa.ChunkedArray):
+        texts = texts.combine_chunks()
+    tokens = ts.split_whitespace(texts)
+    rows = unspaced_rows(texts)
+    if not rows.any():
+        return tokens
+    # tokens of those rows that hold an unspaced character: these alone go through Python
+    cand = np.flatnonzero(rows[tokens.doc])
+    hit = np.asarray(pc.match_substring_regex(tokens.values.take(pa.array(cand)), _RE2_TOKEN), dtype=bool)
+    flagged = cand[hit]
+    row_lang = _row_langs(langs, tokens.n_docs)
+    pieces, n_pieces, memo = [], np.zeros(len(flagged), dtype=np.int64), {}
+    for i, (tok, d) in enumerate(zip(tokens.values.take(pa.array(flagged)).to_pylist(), tokens.doc[flagged])):
+        start = len(pieces)
+        lang = base_lang(row_lang[d])
+        for m in _RUNS.finditer(tok):
+            script = _RUN_SCRIPT[m.lastindex - 1]
+            run = m.group()
+            if script is None:
+                pieces.append(run)
+                continue
+            name = segmenter_for(_run_lang(script, run, lang), table)
+            key = (name, _run_lang(script, run, lang), run)
+            words = memo.get(key)
+            if words is None:
+                words = memo[key] = _segment(name, key[1], run, script)
+            pieces.extend(words)
+        n_pieces[i] = len(pieces) - start
+    return _splice(tokens, flagged, n_pieces, pieces)
+
+
+_WARNED: set = set()
+
+
+def _segment(name: str, lang: str, run: str, script: str) -> list[str]:
+    """``run``'s words by segmenter ``name``; the run whole (and one warning) where it is missing."""
+    try:
+        words = seg.load(name)(run, lang)
+    except ImportError as e:
+        if name not in _WARNED:
+            _WARNED.add(name)
+            warnings.warn(f"words: segmenter {name!r} for {lang!r} cannot be loaded ({e}); "
+                          f"its runs stay whole (pip install {seg.SEGMENTERS[name].pip})", stacklevel=3)
+        return [run]
+    if script == "tibetan":  # the tsheg (syllable mark) is a separator, not part of a word
+        words = [w.strip("\u0f0b\u0f0c") for w in words]
+    return [w for w in (w.strip() for w in words) if w]
+
+
+def _splice(tokens: ts.Pieces, flagged: np.ndarray, n_pieces: np.ndarray, pieces: list) -> ts.Pieces:
+    """``tokens`` with token ``flagged[i]`` replaced by its ``n_pieces[i]`` pieces (in order)."""
+    n = len(tokens.values)
+    per_token = np.ones(n, dtype=np.int64)
+    per_token[flagged] = n_pieces
+    token_of = np.repeat(np.arange(n), per_token)  # (N',) source token of each output piece
+    take = token_of.copy()
+    from_seg = np.zeros(n, dtype=bool)
+    from_seg[flagged] = True
+    where = from_seg[token_of]
+    take[where] = n + np.arange(int(where.sum()))
+    values = pa.concat_arrays([tokens.values, pa.array(pieces, type=tokens.values.type)]).take(pa.array(take))
+    doc = tokens.doc[token_of]
+    offsets = np.concatenate([[0], np.cumsum(np.bincount(doc, minlength=tokens.n_docs))]).astype(np.int64)
+    return ts.Pieces(values, doc, offsets, tokens.n_docs)
+
+
+def words_of(texts: pa.Array, langs=None, table: dict | None = None) -> ts.Pieces:
+    """Words as :func:`textstats.words_of` counts them (punctuation stripped from the ends,
+    punctuation-only tokens dropped), from :func:`split_words`. Rows without an unspaced
+    script give exactly ``textstats.words_of``; pieces of segmented rows also lose Unicode
+    punctuation (``「」（）《》``) at their ends."""
+    if isinstance(texts, pa.ChunkedArray):
+        texts = texts.combine_chunks()
+    tokens = split_words(texts, langs, table)
+    stripped = pc.utf8_trim(tokens.values, ts.PUNCT)
+    rows = unspaced_rows(texts)
+    if rows.any():
+        wide = rows[tokens.doc]
+        more = pc.replace_substring_regex(stripped, _RE2_EDGE_PUNCT, "")
+        stripped = pc.if_else(pa.array(wide), more, stripped)
+    tokens = ts.Pieces(stripped, tokens.doc, tokens.offsets, tokens.n_docs)
+    return tokens.select(np.asarray(pc.greater(pc.utf8_length(stripped), 0).fill_null(False)))
