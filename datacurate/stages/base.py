@@ -84,6 +84,11 @@ class Stage:
         return ""
 
     @classmethod
+    def details(cls, config: Any) -> list[str]:
+        """More lines ``datacurate stages NAME`` prints under the keys (a per-language table)."""
+        return []
+
+    @classmethod
     def rewrites_text(cls, config: Any) -> bool:
         """Whether this stage, so configured, changes ``text`` of the documents it keeps
         (then no stage that derives data from the text, such as tokenize, may precede it)."""

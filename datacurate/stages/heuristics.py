@@ -21,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Any, Optional
 
 import numpy as np
 import pyarrow as pa
@@ -30,6 +30,7 @@ import pyarrow.compute as pc
 from datacurate.core.coerce import opt
 from datacurate.core.schema import TEXT
 from datacurate.text import textstats as ts
+from datacurate.text import words as words_mod
 from datacurate.text.langrules import RuleTable, Rows, flatten
 from datacurate.text.layout import layout_normalized
 from datacurate.stages.base import Stage, first_reason
@@ -115,7 +116,7 @@ class HeuristicsConfig:
                               "language (every lid.176 language but en/eml; README), none = the keys above for all")
     thresholds: Optional[str] = opt(None, "a YAML of per-language thresholds (`datacurate calibrate` writes one); "
                                     "over the shipped ones")
-    per_language: dict = opt({}, "overrides per language, e.g. {fr: {gopher_quality: {min_stop_words: 3}}}; "
+    per_language: dict[str, Any] = opt({}, "overrides per language, e.g. {fr: {gopher_quality: {min_stop_words: 3}}}; "
                              "over both")
 
     def validate(self) -> None:
@@ -137,35 +138,84 @@ def _ngram_sizes(r: Rows, key: str) -> list[int]:
     return sorted({int(k.rpartition(".")[2]) for rule in r.rules for k in rule if k.startswith(key + ".")})
 
 
-def gopher_repetition(texts: pa.Array, words: ts.Pieces, word_len: np.ndarray, r: Rows) -> list:
+# Each rule: (reason, [(statistic, "<" or ">", threshold key)]): a document fails when any
+# comparison holds. ``datacurate calibrate`` fits thresholds on the same statistics.
+GOPHER_QUALITY_RULES = [
+    ("gopher/too_few_words", [("n_words", "<", "min_words")]),
+    ("gopher/too_many_words", [("n_words", ">", "max_words")]),
+    ("gopher/mean_word_length", [("mean_word_length", "<", "min_mean_word_length"),
+                                 ("mean_word_length", ">", "max_mean_word_length")]),
+    ("gopher/symbol_word_ratio", [("hash_word_ratio", ">", "max_symbol_word_ratio"),
+                                  ("ellipsis_word_ratio", ">", "max_symbol_word_ratio")]),
+    ("gopher/bullet_lines", [("bullet_lines_ratio", ">", "max_bullet_lines_ratio")]),
+    ("gopher/ellipsis_lines", [("ellipsis_lines_ratio", ">", "max_ellipsis_lines_ratio")]),
+    ("gopher/alpha_words", [("alpha_words_ratio", "<", "min_alpha_words_ratio")]),
+    ("gopher/stop_words", [("stop_words", "<", "min_stop_words")]),
+    ("gopher/stop_word_ratio", [("stop_word_ratio", "<", "min_stop_word_ratio")]),
+]
+GOPHER_REPETITION_RULES = [
+    ("gopher_rep/dup_line_frac", [("dup_line_frac", ">", "max_dup_line_frac")]),
+    ("gopher_rep/dup_para_frac", [("dup_para_frac", ">", "max_dup_para_frac")]),
+    ("gopher_rep/dup_line_char_frac", [("dup_line_char_frac", ">", "max_dup_line_char_frac")]),
+    ("gopher_rep/dup_para_char_frac", [("dup_para_char_frac", ">", "max_dup_para_char_frac")]),
+]  # + gopher_rep/top_{n}gram and gopher_rep/dup_{n}gram for each n configured (repetition_rules)
+FINEWEB_RULES = [
+    ("fineweb/line_punct_ratio", [("line_punct_ratio", "<", "min_line_punct_ratio")]),
+    ("fineweb/short_line_ratio", [("short_line_ratio", ">", "max_short_line_ratio")]),
+    ("fineweb/char_dup_ratio", [("char_dup_ratio", ">", "max_dup_line_char_ratio")]),
+    ("fineweb/list_ratio", [("list_ratio", ">", "max_list_ratio")]),
+]
+
+
+def judge(values: dict, rules: list, section: str, r: Rows) -> list:
+    """(reason, failure mask) of each rule: its statistics against each row's thresholds."""
+    out = []
+    for reason, tests in rules:
+        mask = False
+        for stat, op, key in tests:
+            thr = r[f"{section}.{key}"]
+            mask = mask | ((values[stat] < thr) if op == "<" else (values[stat] > thr))
+        out.append((reason, mask))
+    return out
+
+
+def repetition_rules(r: Rows) -> list:
+    k = "gopher_repetition."
+    top = [(f"gopher_rep/top_{n}gram", [(f"top_{n}gram", ">", f"max_top_ngram_char_frac.{n}")])
+           for n in _ngram_sizes(r, k + "max_top_ngram_char_frac")]
+    dup = [(f"gopher_rep/dup_{n}gram", [(f"dup_{n}gram", ">", f"max_dup_ngram_char_frac.{n}")])
+           for n in _ngram_sizes(r, k + "max_dup_ngram_char_frac")]
+    return GOPHER_REPETITION_RULES + top + dup
+
+
+def repetition_values(texts: pa.Array, words: ts.Pieces, word_len: np.ndarray, top: list[int], dup: list[int]) -> dict:
+    """Gopher's repetition statistics of every document (its table A1)."""
     n_chars = np.asarray(pc.utf8_length(texts), dtype=np.float64)
     lines = ts.split_pattern(texts, "\n+", regex=True)
     paras = ts.split_pattern(pc.utf8_trim_whitespace(texts), r"\n\s*\n", regex=True)
     line_dup, line_dup_chars = ts.duplicate_stats(lines)
     para_dup, para_dup_chars = ts.duplicate_stats(paras)
-    k = "gopher_repetition."
-    rules = [
-        ("gopher_rep/dup_line_frac", ts.ratio(line_dup, lines.counts) > r[k + "max_dup_line_frac"]),
-        ("gopher_rep/dup_para_frac", ts.ratio(para_dup, paras.counts) > r[k + "max_dup_para_frac"]),
-        ("gopher_rep/dup_line_char_frac", ts.ratio(line_dup_chars, n_chars) > r[k + "max_dup_line_char_frac"]),
-        ("gopher_rep/dup_para_char_frac", ts.ratio(para_dup_chars, n_chars) > r[k + "max_dup_para_char_frac"]),
-    ]
-    top = _ngram_sizes(r, k + "max_top_ngram_char_frac")
-    dup = _ngram_sizes(r, k + "max_dup_ngram_char_frac")
+    out = {"dup_line_frac": ts.ratio(line_dup, lines.counts), "dup_para_frac": ts.ratio(para_dup, paras.counts),
+           "dup_line_char_frac": ts.ratio(line_dup_chars, n_chars),
+           "dup_para_char_frac": ts.ratio(para_dup_chars, n_chars)}
     pos, h, starts = ts.ngram_hashes(words, max(top, default=1), tuple(dup))
     for n in top:
-        chars = ts.top_ngram_chars(words, pos, h[n - 1], n, word_len)
-        rules.append((f"gopher_rep/top_{n}gram", ts.ratio(chars, n_chars) > r[f"{k}max_top_ngram_char_frac.{n}"]))
+        out[f"top_{n}gram"] = ts.ratio(ts.top_ngram_chars(words, pos, h[n - 1], n, word_len), n_chars)
     for n in dup:
-        chars = ts.dup_ngram_chars(words, starts[n], n, word_len)
-        rules.append((f"gopher_rep/dup_{n}gram", ts.ratio(chars, n_chars) > r[f"{k}max_dup_ngram_char_frac.{n}"]))
-    return rules
+        out[f"dup_{n}gram"] = ts.ratio(ts.dup_ngram_chars(words, starts[n], n, word_len), n_chars)
+    return out
 
 
-def gopher_quality(texts: pa.Array, words: ts.Pieces, word_len: np.ndarray, r: Rows) -> list:
-    k = "gopher_quality."
+def gopher_repetition(texts: pa.Array, words: ts.Pieces, word_len: np.ndarray, r: Rows) -> list:
+    k = "gopher_repetition."
+    top, dup = _ngram_sizes(r, k + "max_top_ngram_char_frac"), _ngram_sizes(r, k + "max_dup_ngram_char_frac")
+    return judge(repetition_values(texts, words, word_len, top, dup), repetition_rules(r), "gopher_repetition", r)
+
+
+def quality_values(texts: pa.Array, words: ts.Pieces, word_len: np.ndarray, stop: np.ndarray | None = None) -> dict:
+    """Gopher's quality statistics of every document (appendix A.1.1); ``stop``: the mask of
+    ``words`` that are stop words of their document's language."""
     n_words = words.counts
-    mean_len = ts.ratio(words.per_doc(word_len), n_words)
     hashes = np.asarray(pc.count_substring(texts, "#"), dtype=np.float64)
     ellipses = np.asarray(pc.count_substring_regex(texts, r"\.\.\.|…"), dtype=np.float64)
     lines = ts.split_pattern(texts, "\n")
@@ -173,21 +223,20 @@ def gopher_quality(texts: pa.Array, words: ts.Pieces, word_len: np.ndarray, r: R
     bullet = _b(pc.match_substring_regex(stripped, "^[" + "".join("\\" + c if c in "-*" else c for c in BULLETS) + "]"))
     ellipsis_end = _b(pc.match_substring_regex(stripped, r"(\.\.\.|…)$"))
     alpha = _b(pc.match_substring_regex(words.values, r"\pL"))
-    stop = words.per_doc(r.stop_word_hits(words.values, words.doc, k + "stop_words"))
-    symbol = r[k + "max_symbol_word_ratio"]
-    return [
-        ("gopher/too_few_words", n_words < r[k + "min_words"]),
-        ("gopher/too_many_words", n_words > r[k + "max_words"]),
-        ("gopher/mean_word_length", (mean_len < r[k + "min_mean_word_length"])
-         | (mean_len > r[k + "max_mean_word_length"])),
-        ("gopher/symbol_word_ratio", (ts.ratio(hashes, n_words) > symbol) | (ts.ratio(ellipses, n_words) > symbol)),
-        ("gopher/bullet_lines", ts.ratio(lines.per_doc(bullet), lines.counts) > r[k + "max_bullet_lines_ratio"]),
-        ("gopher/ellipsis_lines", ts.ratio(lines.per_doc(ellipsis_end), lines.counts)
-         > r[k + "max_ellipsis_lines_ratio"]),
-        ("gopher/alpha_words", ts.ratio(words.per_doc(alpha), n_words, empty=1.0) < r[k + "min_alpha_words_ratio"]),
-        ("gopher/stop_words", stop < r[k + "min_stop_words"]),
-        ("gopher/stop_word_ratio", ts.ratio(stop, n_words) < r[k + "min_stop_word_ratio"]),
-    ]
+    n_stop = words.per_doc(stop) if stop is not None else np.zeros(words.n_docs)
+    return {
+        "n_words": n_words, "mean_word_length": ts.ratio(words.per_doc(word_len), n_words),
+        "hash_word_ratio": ts.ratio(hashes, n_words), "ellipsis_word_ratio": ts.ratio(ellipses, n_words),
+        "bullet_lines_ratio": ts.ratio(lines.per_doc(bullet), lines.counts),
+        "ellipsis_lines_ratio": ts.ratio(lines.per_doc(ellipsis_end), lines.counts),
+        "alpha_words_ratio": ts.ratio(words.per_doc(alpha), n_words, empty=1.0),
+        "stop_words": n_stop, "stop_word_ratio": ts.ratio(n_stop, n_words),
+    }
+
+
+def gopher_quality(texts: pa.Array, words: ts.Pieces, word_len: np.ndarray, r: Rows) -> list:
+    stop = r.stop_word_hits(words.values, words.doc, "gopher_quality.stop_words")
+    return judge(quality_values(texts, words, word_len, stop), GOPHER_QUALITY_RULES, "gopher_quality", r)
 
 
 @dataclass
@@ -264,34 +313,29 @@ def c4_text(lines: ts.Pieces, line: pa.Array, drop: np.ndarray) -> pa.Array:
     return pc.utf8_trim_whitespace(pc.replace_substring_regex(kept.rejoin("\n"), r"\n{3,}", "\n\n"))
 
 
-def fineweb_rules(texts: pa.Array, n_words: np.ndarray, r: Rows) -> list:
-    k = "fineweb."
+def fineweb_values(texts: pa.Array, n_words: np.ndarray, short_line_length) -> dict:
+    """FineWeb's statistics of every document (Penedo et al. 2024; datatrove's FineWebQualityFilter)."""
     lines = ts.split_pattern(texts, "\n")
     ends = _b(pc.match_substring_regex(lines.values, FINEWEB_STOP_RE))
-    short = lines.lengths() <= r[k + "short_line_length"][lines.doc]
+    short = lines.lengths() <= np.broadcast_to(short_line_length, (lines.n_docs,))[lines.doc]
     _, dup_chars = ts.duplicate_stats(lines)
     chars_no_nl = np.asarray(pc.utf8_length(texts), dtype=np.float64) - np.asarray(pc.count_substring(texts, "\n"))
     # runs of newlines count once: paragraph breaks are not list items
     newlines = np.asarray(pc.count_substring_regex(texts, r"\n+"), dtype=np.float64)
-    return [
-        ("fineweb/empty", lines.counts == 0),
-        ("fineweb/line_punct_ratio", ts.ratio(lines.per_doc(ends), lines.counts) < r[k + "min_line_punct_ratio"]),
-        ("fineweb/short_line_ratio", ts.ratio(lines.per_doc(short), lines.counts) > r[k + "max_short_line_ratio"]),
-        ("fineweb/char_dup_ratio", ts.ratio(dup_chars, chars_no_nl) > r[k + "max_dup_line_char_ratio"]),
-        ("fineweb/list_ratio", ts.ratio(newlines, n_words, empty=np.inf) > r[k + "max_list_ratio"]),
-    ]
+    return {"n_lines": lines.counts, "line_punct_ratio": ts.ratio(lines.per_doc(ends), lines.counts),
+            "short_line_ratio": ts.ratio(lines.per_doc(short), lines.counts),
+            "char_dup_ratio": ts.ratio(dup_chars, chars_no_nl), "list_ratio": ts.ratio(newlines, n_words, empty=np.inf)}
+
+
+def fineweb_rules(texts: pa.Array, n_words: np.ndarray, r: Rows) -> list:
+    values = fineweb_values(texts, n_words, r["fineweb.short_line_length"])
+    return [("fineweb/empty", values["n_lines"] == 0)] + judge(values, FINEWEB_RULES, "fineweb", r)
 
 
 def split_words(texts: pa.Array, langs: Optional[pa.Array]) -> ts.Pieces:
-    """Words of each document by its language: :mod:`datacurate.text.words` where that module
-    is there (segmenters for the scripts written without spaces), else whitespace words."""
-    try:
-        from datacurate.text import words as words_mod
-    except ImportError:
-        words_mod = None
-    if words_mod is None or langs is None:
-        return ts.words_of(texts)
-    return words_mod.words_of(texts, langs)
+    """Words of each document by its language (:mod:`datacurate.text.words`: a segmenter for
+    the scripts written without spaces; rows without such a script get whitespace words)."""
+    return ts.words_of(texts) if langs is None else words_mod.words_of(texts, langs)
 
 
 class Heuristics(Stage):
@@ -305,13 +349,54 @@ class Heuristics(Stage):
     def rewrites_text(cls, config) -> bool:
         return config.c4.enabled  # C4 line removal
 
+    @classmethod
+    def details(cls, config: HeuristicsConfig) -> list[str]:
+        """The per-language table: each lid.176 language, the FineWeb-2 config it takes, its thresholds."""
+        from datacurate.text.langrules import fineweb2
+
+        table, lid = config.table(), fineweb2()["lid176"]
+        cols = [("words", "gopher_quality.min_mean_word_length"), ("", "gopher_quality.max_mean_word_length"),
+                ("alpha", "gopher_quality.min_alpha_words_ratio"), ("dup_line", "gopher_repetition.max_dup_line_frac"),
+                ("punct", "fineweb.min_line_punct_ratio"), ("list", "fineweb.max_list_ratio"),
+                ("char_dup", "fineweb.max_dup_line_char_ratio"), ("langid", "langid.min_score")]
+        out = ["# per-language thresholds (language_rules: fineweb2): a row's `lang` (lid.176 code, with",
+               "# `lang_script` where a language has several) picks its row; FineWeb-2's configs",
+               "# (github.com/huggingface/fineweb-2, Apache-2.0) bring no short-line rule, no C4 rule, no",
+               "# paragraph / line-character repetition rules and char_dup 0.1; en and languages without a",
+               "# config take the keys above (a language seen in no table: one warning). Columns: mean word",
+               "# length min-max, min alpha-word share, max duplicate-line share, min punctuated-line share,",
+               "# max newlines per word, max duplicate-line characters, langid min score (FineWeb-2's, GlotLID",
+               "# scale), stop words (count).",
+               f"{'lang':<9}{'config':<10}{'words':>7}{'alpha':>7}{'dup_line':>9}{'punct':>7}{'list':>7}"
+               f"{'char_dup':>9}{'langid':>7}{'stops':>6}"]
+        keys = [code if i == 0 else f"{code}_{script}" for code, by in sorted(lid.items())
+                for i, script in enumerate(by or {"": ""})]
+        for key in keys:
+            base, _, script = key.partition("_")
+            rules, _ = table.resolve(base, script or None)
+            by = lid.get(base) or {}
+            src = by.get(script) or next(iter(by.values()), "default")
+            v = [rules.get(k) for _, k in cols]
+            fmt = [f"{v[0]:g}-{v[1]:g}"] + ["off" if x == float("inf") else ("" if x is None else f"{x:g}")
+                                            for x in v[2:]]
+            out.append(f"{key:<9}{src:<10}{fmt[0]:>7}{fmt[1]:>7}{fmt[2]:>9}{fmt[3]:>7}{fmt[4]:>7}{fmt[5]:>9}"
+                       f"{fmt[6]:>7}{len(rules.get('gopher_quality.stop_words') or []):>6}")
+        return out
+
     def __init__(self, config: HeuristicsConfig | None = None, **params):
         super().__init__(config, **params)
         self.table = self.config.table()
         self.warned: set[str] = set()
 
     def metrics(self, table: pa.Table) -> dict:
-        return {"c4_lines_removed": int(pc.sum(table.column("c4_lines_removed")).as_py() or 0)}
+        out = {"c4_lines_removed": int(pc.sum(table.column("c4_lines_removed")).as_py() or 0)}
+        if "lang" in table.column_names and table.num_rows:  # documents judged by the default thresholds, by language
+            vc = pc.value_counts(table.column("lang").fill_null("und"))
+            unknown = {v.as_py(): c.as_py() for v, c in zip(vc.field("values"), vc.field("counts"))
+                       if not self.table.resolve(v.as_py())[1]}
+            if unknown:
+                out["default_thresholds"] = unknown
+        return out
 
     def rows(self, table: pa.Table) -> Rows:
         """Each row's thresholds, by its ``lang`` (and ``lang_script``) where langid ran before."""

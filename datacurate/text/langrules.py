@@ -86,7 +86,7 @@ def read_thresholds(path: str) -> dict[str, dict]:
     """``{language: dotted thresholds}`` of a ``datacurate calibrate`` YAML."""
     from datacurate.core.coerce import read_yaml
 
-    doc = read_yaml(path, "thresholds file") or {}
+    doc = read_yaml(path, "thresholds") or {}
     langs = doc.get("languages") if isinstance(doc, dict) else None
     if not isinstance(langs, dict):
         raise ValueError(f"{path}: a thresholds file has a 'languages:' mapping (as `datacurate calibrate` writes)")
@@ -113,6 +113,9 @@ class RuleTable:
             self.user.update(read_thresholds(thresholds))
         for lang, over in (per_language or {}).items():
             self.user.setdefault(str(lang), {}).update(flatten(over or {}))
+        for over in self.user.values():  # langid's own (a calibrate YAML serves both stages)
+            for k in [k for k in over if k.startswith("langid.")]:
+                del over[k]
         unknown = {k for over in self.user.values() for k in over if k not in default and not self._ngram(k)}
         if unknown:
             raise ValueError(f"per-language thresholds name unknown keys: {sorted(unknown)}")
@@ -140,7 +143,7 @@ class RuleTable:
         base = lang if lang else "und"
         out = dict(self.default)
         shipped = self.shipped(base, script)
-        known = shipped is not None or base == "en"
+        known = shipped is not None or base in ("en", "und") or self.source == "none"  # und: no text to judge
         if shipped:
             out.update(shipped)
         for key in (base, f"{base}_{script}" if script else None):

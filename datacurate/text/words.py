@@ -44,11 +44,11 @@ _SCRIPTS = {
 }
 _ALL = "".join(_SCRIPTS.values())
 _KANA = re.compile("[\u3040-\u30ff\u31f0-\u31ff\uff66-\uff9f]")
-# one alternative per script, then anything else (Latin, digits, punctuation) as one piece;
-# a zero-width space (Khmer, Myanmar and Thai writers mark word breaks with it) separates
+# one group per script, then zero-width spaces (Khmer, Myanmar and Thai writers mark word
+# breaks with them): a separator
 _SEP = "\u200b\ufeff"
-_RUNS = re.compile("|".join(f"([{chars}]+)" for chars in _SCRIPTS.values()) + f"|([^{_ALL}{_SEP}\\s]+)")
-_RUN_SCRIPT = list(_SCRIPTS) + [None]
+_RUNS = re.compile("|".join(f"([{chars}]+)" for chars in _SCRIPTS.values()) + f"|([{_SEP}]+)")
+_RUN_SCRIPT = list(_SCRIPTS)
 
 
 def _re2_class(chars: str) -> str:
@@ -57,7 +57,6 @@ def _re2_class(chars: str) -> str:
 
 
 _RE2_UNSPACED = f"[{_re2_class(_ALL)}]"
-_RE2_TOKEN = f"[{_re2_class(_ALL + _SEP)}]"  # tokens of such rows that go through Python
 _RE2_EDGE_PUNCT = r"^[\pP\pZ]+|[\pP\pZ]+$"
 
 # The default language of each script (for a run the row's language does not cover) and
@@ -130,42 +129,60 @@ def unspaced_rows(texts: pa.Array) -> np.ndarray:
     return out
 
 
-def split_words(texts: pa.Array, langs=None, table: dict | None = None) -> ts.Pieces:
-    """Every document's tokens in order (the shape of :func:`textstats.split_whitespace`):
-    whitespace tokens, with each run of an unspaced script cut into its words.
+def spaced(texts: pa.Array, langs=None, table: dict | None = None) -> pa.Array:
+    """``texts`` with every run of an unspaced script replaced by its words, one space between
+    and around them (zero-width spaces become spaces). Rows without such a run come back as
+    they were, so whatever splits text on spaces or separators afterwards (MinHash, DSIR's
+    features, decontamination's n-grams, fastText) finds words in every script.
 
     ``langs``: None, one lid.176 code, or one per row (None / ``und`` allowed);
-    ``table`` overrides :data:`segmenters.DEFAULT` per language (``{"th": "pythainlp"}``).
+    ``table`` overrides :data:`segmenters.DEFAULT` per language (``{"th": "icu"}``).
     """
     if isinstance(texts, pa.ChunkedArray):
         texts = texts.combine_chunks()
-    tokens = ts.split_whitespace(texts)
     rows = unspaced_rows(texts)
     if not rows.any():
-        return tokens
-    # tokens of those rows that hold an unspaced character: these alone go through Python
-    cand = np.flatnonzero(rows[tokens.doc])
-    hit = np.asarray(pc.match_substring_regex(tokens.values.take(pa.array(cand)), _RE2_TOKEN), dtype=bool)
-    flagged = cand[hit]
-    row_lang = _row_langs(langs, tokens.n_docs)
-    pieces, n_pieces, memo = [], np.zeros(len(flagged), dtype=np.int64), {}
-    for i, (tok, d) in enumerate(zip(tokens.values.take(pa.array(flagged)).to_pylist(), tokens.doc[flagged])):
-        start = len(pieces)
-        lang = base_lang(row_lang[d])
-        for m in _RUNS.finditer(tok):
-            script = _RUN_SCRIPT[m.lastindex - 1]
-            run = m.group()
-            if script is None:
-                pieces.append(run)
-                continue
-            name = segmenter_for(_run_lang(script, run, lang), table)
-            key = (name, _run_lang(script, run, lang), run)
-            words = memo.get(key)
+        return texts
+    idx = np.flatnonzero(rows)
+    row_lang = _row_langs(langs, len(texts))
+    cutter = _Cutter(table)
+    new = [cutter.space(t, base_lang(row_lang[i])) for i, t in zip(idx, texts.take(pa.array(idx)).to_pylist())]
+    return pc.replace_with_mask(texts, pa.array(rows), pa.array(new, type=texts.type))
+
+
+def split_words(texts: pa.Array, langs=None, table: dict | None = None) -> ts.Pieces:
+    """Every document's tokens in order (the shape of :func:`textstats.split_whitespace`):
+    whitespace tokens, with each run of an unspaced script cut into its words
+    (:func:`spaced`; ``langs`` and ``table`` as there)."""
+    return ts.split_whitespace(spaced(texts, langs, table))
+
+
+def _spacing(c: str) -> bool:
+    return c.isspace() or c in _SEP
+
+
+class _Cutter:
+    """Segments the runs of one batch, each distinct (segmenter, language, run) once."""
+
+    def __init__(self, table: dict | None):
+        self.table, self.memo = table, {}
+
+    def space(self, text: str, lang: str | None) -> str:
+        def cut(m: re.Match) -> str:
+            if m.lastindex > len(_RUN_SCRIPT):  # zero-width spaces
+                return " "
+            script, run = _RUN_SCRIPT[m.lastindex - 1], m.group()
+            run_lang = _run_lang(script, run, lang)
+            name = segmenter_for(run_lang, self.table)
+            key = (name, run_lang, run)
+            words = self.memo.get(key)
             if words is None:
-                words = memo[key] = _segment(name, key[1], run, script)
-            pieces.extend(words)
-        n_pieces[i] = len(pieces) - start
-    return _splice(tokens, flagged, n_pieces, pieces)
+                words = self.memo[key] = " ".join(_segment(name, run_lang, run, script))
+            before = " " if m.start() > 0 and not _spacing(text[m.start() - 1]) else ""
+            after = " " if m.end() < len(text) and not _spacing(text[m.end()]) else ""
+            return before + words + after
+
+        return _RUNS.sub(cut, text)
 
 
 _WARNED: set = set()
@@ -184,23 +201,6 @@ def _segment(name: str, lang: str, run: str, script: str) -> list[str]:
     if script == "tibetan":  # the tsheg (syllable mark) is a separator, not part of a word
         words = [w.strip("\u0f0b\u0f0c") for w in words]
     return [w for w in (w.strip() for w in words) if w]
-
-
-def _splice(tokens: ts.Pieces, flagged: np.ndarray, n_pieces: np.ndarray, pieces: list) -> ts.Pieces:
-    """``tokens`` with token ``flagged[i]`` replaced by its ``n_pieces[i]`` pieces (in order)."""
-    n = len(tokens.values)
-    per_token = np.ones(n, dtype=np.int64)
-    per_token[flagged] = n_pieces
-    token_of = np.repeat(np.arange(n), per_token)  # (N',) source token of each output piece
-    take = token_of.copy()
-    from_seg = np.zeros(n, dtype=bool)
-    from_seg[flagged] = True
-    where = from_seg[token_of]
-    take[where] = n + np.arange(int(where.sum()))
-    values = pa.concat_arrays([tokens.values, pa.array(pieces, type=tokens.values.type)]).take(pa.array(take))
-    doc = tokens.doc[token_of]
-    offsets = np.concatenate([[0], np.cumsum(np.bincount(doc, minlength=tokens.n_docs))]).astype(np.int64)
-    return ts.Pieces(values, doc, offsets, tokens.n_docs)
 
 
 def words_of(texts: pa.Array, langs=None, table: dict | None = None) -> ts.Pieces:

@@ -141,3 +141,14 @@ def test_a_segmenter_missing_at_run_time_keeps_runs_whole(monkeypatch):
     with pytest.warns(UserWarning, match="'absent'"):
         got = w.split_words(pa.array(["ภาษาไทย ok"]), "th", table={"th": "absent"})
     assert doc_words(got, 0) == ["ภาษาไทย", "ok"]
+
+
+def test_spaced_inserts_spaces_only_in_unspaced_runs():
+    texts = pa.array(["An English line.\nAnother one.", "Python是一种语言。", "ok\u200bภาษาไทย", None])
+    out = w.spaced(texts, ["en", "zh", "th", None])
+    assert out[0].as_py() == texts[0].as_py()
+    assert out[1].as_py() == "Python 是 一种 语言 。"
+    assert out[2].as_py() == "ok ภาษาไทย"
+    assert out[3].as_py() is None
+    english = sample("news.jsonl")
+    assert w.spaced(english) is english  # no copy, no Python: the fast path
