@@ -9,6 +9,7 @@ every language: a wrong language only exists against a list).
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 from collections import defaultdict
 from pathlib import Path
@@ -23,11 +24,35 @@ RULE_STAGES = ("langid", "heuristics")
 EXPECT = {
     "repeated": ("gopher_rep/", "fineweb/char_dup_ratio"),
     "menu": ("fineweb/line_punct_ratio", "fineweb/list_ratio", "gopher/stop_words", "gopher/stop_word_ratio",
-             "gopher/too_few_words", "c4/too_few_sentences"),
-    "snippet": ("gopher/too_few_words", "c4/too_few_sentences"),
+             "gopher/too_few_words", "c4/too_few_sentences", "langid/low_score"),
+    "snippet": ("gopher/too_few_words", "c4/too_few_sentences", "langid/low_score"),
     "salad": ("fineweb/line_punct_ratio", "fineweb/list_ratio", "gopher/stop_words", "gopher/stop_word_ratio",
-              "gopher_rep/", "c4/too_few_sentences"),
+              "gopher_rep/", "c4/too_few_sentences", "langid/low_score"),
     "wrong_lang": ("langid/language",),
+}
+
+# What the recipe does not yet do as the set expects, and why (measured; README "Measured").
+# tests/test_multilingual.py holds these to be misses still: remove an entry once it passes.
+_SALAD = ("FineWeb-2's config of the language has line_punct_thr 0 and lid.176 is sure of the language: "
+          "none of FineWeb-2's rules sees unpunctuated word salad (datatrove keeps it too)")
+KNOWN = {
+    ("de_Latn", "salad"): _SALAD, ("si_Sinh", "salad"): _SALAD, ("th_Thai", "salad"): _SALAD,
+    ("lo_Laoo", "salad"): _SALAD, ("km_Khmr", "salad"): _SALAD,
+    ("my_Mymr", "salad"): "as de salad; datatrove rejects it (list_ratio): pyidaungsu finds fewer words than ICU",
+    ("km_Khmr", "menu"): "newlines per word under FineWeb-2's 0.361 with ICU's Khmer words; datatrove (khmer-nltk, "
+                         "fewer words) rejects it as list_ratio",
+    ("vi_Latn", "repeated"): "the UDHR's Vietnamese is not NFC (combining tone marks) and FineWeb-2's stop words "
+                             "are: no stop word matches, gopher/stop_words comes first",
+    ("ko_Hang", "repeated"): "FineWeb-2's Korean stop words are morphemes (의 는 에 을: datatrove splits with Kiwi); "
+                             "whitespace words match none in these three paragraphs",
+    ("ml_Mlym", "repeated"): "no whitespace word of these three paragraphs is one of FineWeb-2's Malayalam stop words",
+    ("ne_Deva", "good"): "lid.176 scores the Nepali prose 0.83-0.85, under FineWeb-2's cut-off 0.896 (fitted on "
+                         "GlotLID's scores); `datacurate calibrate` fits lid.176's",
+    ("ne_Deva", "repeated"): "as ne good: langid/low_score first",
+    ("bo_Tibt", "good"): "FineWeb-2's Tibetan stop words keep the tsheg (དང་ ལ་) and count the shad (།) as a word; "
+                         "our Tibetan words match none",
+    ("bo_Tibt", "repeated"): "as bo good: gopher/stop_words first",
+    ("bo_Tibt", "salad"): "rejected, as gopher/too_few_words: the salad's syllable runs make few words",
 }
 
 
@@ -61,13 +86,13 @@ def judge(docs: list[dict], overrides: list[str] | None = None) -> list[dict]:
     table = pa.table({"id": [d["id"] for d in docs], "text": [d["text"] for d in docs]})
     out = Pipeline(stages).apply(table).select(["lang", "lang_score", "reject_reason"]).to_pylist()
     res = [{**d, **o, "recipe_reason": o["reject_reason"]} for d, o in zip(docs, out)]
-    langid_cfg = next(s.config for s in stages if s.name == "langid")
+    langid_cfg = next(s.config for s in stages if s.name == "langid")  # the recipe's, with a keep-list
     by_lang = defaultdict(list)
     for i, d in enumerate(res):
         if d["variant"] == "wrong_lang":
             by_lang[d["expect_lang"]].append(i)
     for lang, idx in by_lang.items():  # the wrong language against a keep-list of this one
-        keep = LangId(languages=[lang], min_score=langid_cfg.min_score, model=langid_cfg.model)
+        keep = LangId(dataclasses.replace(langid_cfg, languages=[lang]))
         t = keep(pa.table({"text": [res[i]["text"] for i in idx]}))
         for i, reason in zip(idx, t.column("reject_reason").to_pylist()):
             res[i]["reject_reason"] = reason
