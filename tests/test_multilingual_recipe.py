@@ -15,9 +15,22 @@ from datacurate.engine import run_pipeline
 from tests import multilingual as ml
 
 
+SURVIVOR = "fr_Latn-good-1"
+
+
+def near_copies(doc: dict) -> list[dict]:
+    """Two near-copies of a document (one line dropped, one word changed): a cluster of three."""
+    lines = doc["text"].split("\n")
+    return [dict(doc, id=f"{doc['id']}-copy-1", text="\n".join(lines[:-1])),
+            dict(doc, id=f"{doc['id']}-copy-2", text=doc["text"].replace(" la ", " une ", 1))]
+
+
 def _run(tmp_path_factory, name: str, overrides: list[str]):
     src = tmp_path_factory.mktemp(f"{name}-in") / "ml.jsonl"
-    n = ml.build_module().write_jsonl(src)
+    docs = ml.documents()
+    docs += near_copies(next(d for d in docs if d["id"] == SURVIVOR))
+    src.write_text("".join(json.dumps(d, ensure_ascii=False) + "\n" for d in docs), encoding="utf-8")
+    n = len(docs)
     out = tmp_path_factory.mktemp(name)
     cfg = load_config(ml.RECIPE, ["ray.progress=false", *overrides], input_path=str(src), output_path=str(out))
     return n, run_pipeline(cfg), out
@@ -52,7 +65,8 @@ def test_accounting_and_languages(temperature_run):
     assert all(r["lang"] for r in kept)  # kept/ is columned by language
     # every document the in-process judge keeps (langid + heuristics) is kept here unless a
     # later stage (dedup, decompose) says why not, and every kept one was kept by the judge
-    judged = {d["id"]: d for d in ml.judge(ml.documents())}
+    docs = ml.documents()
+    judged = {d["id"]: d for d in ml.judge(docs + near_copies(next(d for d in docs if d["id"] == SURVIVOR)))}
     later = {r["id"] for r in rejected if r["reject_stage"] not in ml.RULE_STAGES}
     passed = {i for i, d in judged.items() if d["recipe_reason"] is None}
     assert {r["id"] for r in kept} <= passed
@@ -69,6 +83,23 @@ def test_accounting_and_languages(temperature_run):
     assert rows == set(prof)
 
 
+def test_near_dedup_within_languages_and_rehydration(temperature_run):
+    """near_dedup by lang: the two near-copies join the survivor's cluster (size 3, FineWeb-2's
+    weight 3); the survivor's tokens count three times in its language's mixture."""
+    n, report, out = temperature_run
+    kept = {r["id"]: r for r in pq.read_table(out / "kept", columns=["id", "lang", "cluster_size", "upsampling_weight",
+                                                                      "n_tokens"]).to_pylist()}
+    rejected = {r["id"]: r for r in pq.read_table(out / "rejected", columns=["id", "reject_reason"]).to_pylist()}
+    assert kept[SURVIVOR]["cluster_size"] == 3 and kept[SURVIVOR]["upsampling_weight"] == 3
+    for i in (f"{SURVIVOR}-copy-1", f"{SURVIVOR}-copy-2"):
+        assert rejected[i]["reject_reason"].startswith("near_dedup/")
+    assert {r["upsampling_weight"] for i, r in kept.items() if i != SURVIVOR} == {1}
+    per = json.loads((out / "shards" / "manifest.json").read_text())["per_domain"]["fr"]
+    n_tok = kept[SURVIVOR]["n_tokens"]
+    bucketed = n_tok - (n_tok % 2048) % 64  # buckets 64 ... 2048: the tail below 64 is dropped
+    assert per["weighted_tokens"] - per["tokens_in_buckets"] == 2 * bucketed
+
+
 def test_shards_mixed_by_temperature(temperature_run):
     n, report, out = temperature_run
     manifest = json.loads((out / "shards" / "manifest.json").read_text())
@@ -76,7 +107,7 @@ def test_shards_mixed_by_temperature(temperature_run):
     assert set(manifest["domains"]) == kept_langs and len(kept_langs) >= 2
     assert manifest["mixture"]["source"] == "temperature alpha=0.3 over lang"
     per = manifest["per_domain"]
-    avail = {d: v["tokens_in_buckets"] for d, v in per.items()}
+    avail = {d: v["weighted_tokens"] for d, v in per.items()}  # after rehydration
     total = sum(avail.values())
     expect = {d: (a / total) ** 0.3 for d, a in avail.items()}
     norm = sum(expect.values())

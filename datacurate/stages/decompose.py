@@ -52,6 +52,8 @@ class DecomposeConfig:
     seq_len: int = opt(2048, "pack mode: sequence length")
     domain_column: str = opt("domain", "the column whose values are the mixture's domains (lang: languages)")
     mixture: Optional[dict[str, float]] = opt(None, "{domain: weight}; null = natural mixture")
+    weight_column: Optional[str] = opt(None, "each document's sequences are written this many times over its domain's "
+                                             "rate (upsampling_weight: near_dedup's rehydration, as FineWeb-2)")
     alpha: Optional[float] = opt(None, "temperature sampling: domain d weighs tokens_d^alpha (mT5, XLM-R: 0.3); "
                                        "null = mixture / mixture_file / natural")
     mixture_file: Optional[str] = opt(None, 'JSON {domain: weight} or {"domain_weights": {...}} (DoReMi)')
@@ -74,6 +76,8 @@ class DecomposeConfig:
             raise ValueError("target_file_bytes must be positive")
         if self.alpha is not None and not 0.0 < self.alpha <= 1.0:
             raise ValueError("alpha must be within (0, 1]: 1 is the natural mixture, smaller flattens it")
+        if self.weight_column and self.mode == "pack":
+            raise ValueError("weight_column needs mode: decompose (packed sequences span documents)")
         if self.alpha is not None and (self.mixture or self.mixture_file):
             raise ValueError("set alpha (temperature sampling) or mixture / mixture_file, not both")
 
@@ -120,22 +124,35 @@ def _codes(domains: pa.Array | pa.ChunkedArray) -> tuple[list[str], np.ndarray]:
     return enc.dictionary.to_pylist(), np.asarray(enc.indices, dtype=np.int64)
 
 
+def _doc_weights(table: pa.Table, cfg: DecomposeConfig) -> np.ndarray:
+    """Each document's whole-number weight (1 without ``weight_column``; a missing value is 1)."""
+    if not cfg.weight_column:
+        return np.ones(table.num_rows, dtype=np.int64)
+    w = np.asarray(pc.fill_null(table.column(cfg.weight_column).cast(pa.int64()), 1), dtype=np.int64)
+    if len(w) and w.min() < 0:
+        raise ValueError(f"decompose: {cfg.weight_column} has a negative weight")
+    return w
+
+
 def count_part(table: pa.Table, cfg: DecomposeConfig) -> tuple[dict, pa.Table]:
     """Phase 1 (one part: ``_ord``, ``domain``, ``n_tokens``): per-domain counts and the
     decisions (too-short documents)."""
     lengths = np.asarray(table.column(N_TOKENS), dtype=np.int64)
     names, codes = _codes(table.column(cfg.domain_column))
     _, buckets = plan(lengths, codes, cfg)
+    weights = _doc_weights(table, cfg)
     counts: dict = {}
     for c, name in enumerate(names):
         counts[name] = {"documents": int(np.sum(codes == c)), "tokens_in": int(lengths[codes == c].sum()),
-                        "tokens_in_buckets": 0, "too_short": 0, "buckets": {}}
+                        "tokens_in_buckets": 0, "weighted_tokens": 0, "too_short": 0, "buckets": {}}
     for seq_len, (doc, _, _) in buckets.items():
         per = np.bincount(codes[doc], minlength=len(names))
+        wper = np.bincount(codes[doc], weights=weights[doc], minlength=len(names))
         for c, name in enumerate(names):
             if per[c]:
                 counts[name]["buckets"][str(seq_len)] = int(per[c])
                 counts[name]["tokens_in_buckets"] += int(per[c]) * seq_len
+                counts[name]["weighted_tokens"] += int(wper[c]) * seq_len
     short = (lengths < (1 << cfg.min_log2)) if cfg.mode == "decompose" else np.zeros(len(lengths), bool)
     for c, name in enumerate(names):
         counts[name]["too_short"] = int(np.sum(short & (codes == c)))
@@ -166,9 +183,12 @@ def write_part(table: pa.Table, cfg: DecomposeConfig, part: str, out_dir: str, r
     part_rates = np.array([rates.get(n, 0.0) for n in names])
     part_ids = np.array([domain_ids[n] for n in names], dtype=np.uint16)
     ids = table.column(ID).combine_chunks()
+    weights = _doc_weights(table, cfg)
+    if order is not None:  # pack mode: sequences span documents, so a document weight cannot apply
+        weights = np.ones(table.num_rows, dtype=np.int64)
     pieces, written = [], {}
     for seq_len, (doc, pos, start) in sorted(buckets.items()):
-        k = mixture.repeats(mixture.sequence_keys(ids, doc, pos, cfg.seed), part_rates[codes[doc]])
+        k = mixture.repeats(mixture.sequence_keys(ids, doc, pos, cfg.seed), part_rates[codes[doc]] * weights[doc])
         keep = np.repeat(np.arange(len(doc)), k)
         if not len(keep):
             continue
@@ -192,7 +212,8 @@ def finish(out_dir: str, cfg: DecomposeConfig, info, counts: dict, mix: dict, so
     for name, c in sorted(counts.items()):
         m = mix["domains"].get(name, {"weight": 0.0, "target_tokens": 0.0, "rate": 0.0})
         w = written.get(name, {"sequences": 0, "tokens": 0})
-        per_domain[name] = {**{k: c[k] for k in ("documents", "too_short", "tokens_in", "tokens_in_buckets")},
+        per_domain[name] = {**{k: c[k] for k in ("documents", "too_short", "tokens_in", "tokens_in_buckets",
+                                                  "weighted_tokens")},
                             "tokens_dropped": c["tokens_in"] - c["tokens_in_buckets"],
                             "sequences_in_buckets": c["buckets"], "weight": m["weight"],
                             "target_tokens": round(m["target_tokens"], 1), "rate": m["rate"],
@@ -216,11 +237,15 @@ def finish(out_dir: str, cfg: DecomposeConfig, info, counts: dict, mix: dict, so
             "files_per_bucket": {k: len(b["files"]) for k, b in man["buckets"].items()}}
 
 
+def _weight(cfg: DecomposeConfig) -> list[str]:
+    return [cfg.weight_column] if cfg.weight_column else []
+
+
 def _phase_count(path: str, cfg: DecomposeConfig, dec_dir: str, compression: str) -> dict:
     from datacurate.formats import storage
     from datacurate.formats.io import write_atomic
 
-    counts, decisions = count_part(storage.read_parquet(path, columns=[ORD, cfg.domain_column, N_TOKENS]), cfg)
+    counts, decisions = count_part(storage.read_parquet(path, columns=[ORD, cfg.domain_column, N_TOKENS, *_weight(cfg)]), cfg)
     if decisions.num_rows:
         write_atomic(decisions, storage.join(dec_dir, path.rsplit("/", 1)[-1]), compression)
     return counts
@@ -230,7 +255,7 @@ def _phase_write(path: str, cfg: DecomposeConfig, out_dir: str, rates: dict, dom
     from datacurate.formats import storage
 
     part = path.rsplit("/", 1)[-1].removeprefix("part-").removesuffix(".parquet")
-    table = storage.read_parquet(path, columns=[ID, cfg.domain_column, N_TOKENS, TOKENS])
+    table = storage.read_parquet(path, columns=[ID, cfg.domain_column, N_TOKENS, TOKENS, *_weight(cfg)])
     pieces, written = write_part(table, cfg, part, out_dir, rates, domain_ids, np.dtype(dtype))
     return {"pieces": pieces, "written": written}
 
@@ -253,7 +278,10 @@ class Decompose(GlobalStage):
 
     @classmethod
     def needs_columns(cls, config: DecomposeConfig) -> dict[str, str]:
-        return {} if config.domain_column == DOMAIN else {config.domain_column: f"domain_column: {config.domain_column}"}
+        need = {} if config.domain_column == DOMAIN else {config.domain_column: f"domain_column: {config.domain_column}"}
+        if config.weight_column:
+            need[config.weight_column] = f"weight_column: {config.weight_column}"
+        return need
 
     def tokenizer_info(self, path: Optional[str] = None):
         from datacurate.formats.tokenizer import load_tokenizer
@@ -297,7 +325,7 @@ class Decompose(GlobalStage):
             merge(counts, part_counts)
         if len(counts) > np.iinfo(shards.DOMAIN_DTYPE).max + 1:
             raise ValueError(f"decompose: {len(counts)} domains do not fit uint16 domain ids")
-        tokens = {d: n["tokens_in_buckets"] for d, n in counts.items()}
+        tokens = {d: n["weighted_tokens"] for d, n in counts.items()}  # after rehydration, if any
         weights = mixture.temperature(tokens, c.alpha) if c.alpha is not None else self.weights
         mix = mixture.plan(tokens, weights, c.total_tokens)
         rates = {d: m["rate"] for d, m in mix["domains"].items()}
