@@ -7,6 +7,7 @@ import re
 from collections import Counter
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -25,11 +26,14 @@ def near_copies(doc: dict) -> list[dict]:
             dict(doc, id=f"{doc['id']}-copy-2", text=doc["text"].replace(" la ", " une ", 1))]
 
 
-def _run(tmp_path_factory, name: str, overrides: list[str]):
-    src = tmp_path_factory.mktemp(f"{name}-in") / "ml.jsonl"
+def _run(tmp_path_factory, name: str, overrides: list[str], parquet: bool = False):
     docs = ml.documents()
     docs += near_copies(next(d for d in docs if d["id"] == SURVIVOR))
-    src.write_text("".join(json.dumps(d, ensure_ascii=False) + "\n" for d in docs), encoding="utf-8")
+    src = tmp_path_factory.mktemp(f"{name}-in") / ("ml.parquet" if parquet else "ml.jsonl")
+    if parquet:
+        pq.write_table(pa.Table.from_pylist(docs), src)
+    else:
+        src.write_text("".join(json.dumps(d, ensure_ascii=False) + "\n" for d in docs), encoding="utf-8")
     n = len(docs)
     out = tmp_path_factory.mktemp(name)
     cfg = load_config(ml.RECIPE, ["ray.progress=false", *overrides], input_path=str(src), output_path=str(out))
@@ -129,10 +133,28 @@ def test_shards_mixed_by_doremi_weights(ray_session, tmp_path_factory, temperatu
     weights = {lang: float(i + 1) for i, lang in enumerate(langs)}
     wfile = tmp_path_factory.mktemp("weights") / "domain_weights.json"
     wfile.write_text(json.dumps({"domain_weights": weights}))
-    _, report, out = _run(tmp_path_factory, "ml-doremi",
-                          ["decompose.alpha=null", f"decompose.mixture_file={wfile}"])
+    n, report, out = _run(tmp_path_factory, "ml-doremi",
+                          ["decompose.alpha=null", f"decompose.mixture_file={wfile}"], parquet=True)
+    assert report["totals"]["read"] == n and report["totals"]["accounted"]  # the same set, as Parquet
     manifest = json.loads((out / "shards" / "manifest.json").read_text())
     assert manifest["mixture"]["source"] == str(wfile)
     norm = sum(weights.values())
     for d, v in manifest["per_domain"].items():
         assert v["weight"] == pytest.approx(weights[d] / norm)
+
+
+def test_warc_input(ray_session, tmp_path):
+    """The same recipe on a WARC (sample_data/commoncrawl: 18 captures): pages are extracted,
+    then labelled and filtered per language; the French and Japanese man pages are kept."""
+    out = tmp_path / "warc"
+    cfg = load_config(ml.RECIPE, ["ray.progress=false"], output_path=str(out),
+                      input_path=str(ml.REPO / "sample_data" / "commoncrawl" / "sample.warc.gz"))
+    report = run_pipeline(cfg)
+    t = report["totals"]
+    assert t["read"] == 18 == t["kept"] + t["rejected"] and t["accounted"]
+    kept = pq.read_table(out / "kept", columns=["url", "lang", "lang_script"]).to_pylist()
+    assert {(r["lang"], r["lang_script"]) for r in kept} >= {("fr", "Latn"), ("ja", "Jpan"), ("en", "Latn")}
+    rejected = pq.read_table(out / "rejected", columns=["reject_reason"]).column("reject_reason").to_pylist()
+    assert {"extract/http_status", "extract/not_html"} <= set(rejected)
+    manifest = json.loads((out / "shards" / "manifest.json").read_text())
+    assert set(manifest["domains"]) == {r["lang"] for r in kept}
