@@ -40,6 +40,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import yaml
 
+from datacurate.core.schema import LANG
 from datacurate.report import svg
 from datacurate.stages import heuristics as hr
 from datacurate.stages.langid import LangId
@@ -74,7 +75,7 @@ class Sample:
 def statistics(table: pa.Table) -> tuple[np.ndarray, dict]:
     """(each row's language, {statistic: (n,) values}) of a batch with ``text``, ``lang``."""
     texts = layout_normalized(table.column("text").combine_chunks())
-    langs = table.column("lang").combine_chunks()
+    langs = table.column(LANG).combine_chunks()
     words = words_mod.words_of(texts, langs)
     word_len = words.lengths()
     values = hr.quality_values(texts, words, word_len)
@@ -89,7 +90,7 @@ def statistics(table: pa.Table) -> tuple[np.ndarray, dict]:
 def collect(tables, languages: Optional[list[str]], sample: int, langid: Optional[LangId]) -> dict[str, Sample]:
     out: dict[str, Sample] = {}
     for t in tables:
-        if "lang" not in t.column_names:
+        if LANG not in t.column_names:
             t = langid(t.select(["text"]))
         langs, values = statistics(t)
         words: ts.Pieces = values.pop("_words")

@@ -13,7 +13,7 @@ import subprocess
 from pathlib import Path
 
 OUT = Path(__file__).resolve().parent.parent / "tests" / "data" / "langrules" / "man1_man.jsonl"
-LID = {"pt_BR": "pt", "zh_CN": "zh"}
+LID = {"pt_BR": "pt", "zh_CN": "zh", "zh_TW": "zh"}
 ENDS = tuple(".!?。！？")
 
 
@@ -30,15 +30,17 @@ def paragraphs(page: str) -> list[str]:
 
 
 english = set(paragraphs("/usr/share/man/man1/man.1.gz"))
+# traditional Chinese: Debian has no zh_TW man(1); bash(1) (manpages-zh, GPL) instead
+EXTRA = ["/usr/share/man/zh_TW/man1/bash.1.gz"]
 rows = []
-for page in sorted(glob.glob("/usr/share/man/*/man1/man.1.gz")) + ["/usr/share/man/man1/man.1.gz"]:
+for page in sorted(glob.glob("/usr/share/man/*/man1/man.1.gz")) + EXTRA + ["/usr/share/man/man1/man.1.gz"]:
     d = page.split("/")[4]
     lang = "en" if d == "man1" else LID.get(d, d)
     # untranslated paragraphs stay English in a translated page: left out
     paras = [p for p in paragraphs(page) if lang == "en" or p not in english][:12]
     if len(paras) >= 6:
         # field names a pipeline does not add itself (lang, source are columns of a run)
-        rows.append({"id": f"man1-{d if d != 'man1' else 'en'}", "expected_lang": lang, "man_page": page,
+        rows.append({"id": f"{Path(page).name.split('.')[0]}1-{d if d != 'man1' else 'en'}", "expected_lang": lang, "man_page": page,
                      "text": "\n\n".join(paras)})
 OUT.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
 print(len(rows), [r["expected_lang"] for r in rows], OUT.stat().st_size)

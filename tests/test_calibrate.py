@@ -93,3 +93,19 @@ def test_calibrate_recovers_planted_thresholds(tmp_path):
                        fineweb={"enabled": False}, gopher_quality={"max_mean_word_length": 20})
     got = stage(pa.table({"text": pa.array([short, short], pa.large_string()), "lang": ["fr", "en"]}))
     assert got.column("reject_reason").to_pylist() == ["gopher/mean_word_length", None]
+
+
+def test_calibrate_reads_parquet_and_labels_languages_itself(tmp_path):
+    """No lang column: langid labels the documents (and gives the scores tau is fitted on)."""
+    import pyarrow.parquet as pq
+
+    from datacurate.calibrate import calibrate
+
+    src = [json.loads(line) for line in open("tests/data/langrules/man1_man.jsonl")]
+    paras = [(r["expected_lang"], p) for r in src for p in r["text"].split("\n\n")]
+    pq.write_table(pa.table({"text": [p for _, p in paras]}), tmp_path / "paras.parquet")
+    res = calibrate([str(tmp_path / "paras.parquet")], str(tmp_path / "t.yaml"), min_docs=10)
+    fitted = res["languages"]
+    assert {"de", "fr", "ru"} <= set(fitted)
+    assert "die" in fitted["de"]["gopher_quality"]["stop_words"] and 0.3 <= fitted["fr"]["langid"]["min_score"] <= 0.9
+    assert yaml.safe_load((tmp_path / "t.yaml").read_text())["languages"] == fitted

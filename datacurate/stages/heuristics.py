@@ -10,6 +10,12 @@ published ones (the README's ``heuristics`` table lists them): Gopher quality (R
 2.2: line removal rewrites ``text``, as C4 did; the number of removed lines is in
 ``c4_lines_removed``) and FineWeb's own rules.
 
+Per language: every threshold is read per document from its ``lang`` (and ``lang_script``)
+column through :mod:`datacurate.text.langrules` (FineWeb-2's configs, a ``datacurate
+calibrate`` YAML, ``per_language`` overrides; English and unknown languages take the keys
+below), gathered into per-row arrays; words come from :mod:`datacurate.text.words` by
+language; sentence ends are per script (:data:`SCRIPT_ENDS`).
+
 All statistics are computed over the whole batch at once (see ``textstats``), on the
 layout-normalised view of the text (:mod:`datacurate.text.layout`: Unicode spaces as
 spaces, invisible format characters out; the white space of RE2's regular expressions is ASCII);
@@ -28,7 +34,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from datacurate.core.coerce import opt
-from datacurate.core.schema import TEXT
+from datacurate.core.schema import LANG, LANG_SCRIPT, TEXT
 from datacurate.text import textstats as ts
 from datacurate.text import words as words_mod
 from datacurate.text.langrules import RuleTable, Rows, flatten
@@ -390,8 +396,8 @@ class Heuristics(Stage):
 
     def metrics(self, table: pa.Table) -> dict:
         out = {"c4_lines_removed": int(pc.sum(table.column("c4_lines_removed")).as_py() or 0)}
-        if "lang" in table.column_names and table.num_rows:  # documents judged by the default thresholds, by language
-            vc = pc.value_counts(table.column("lang").fill_null("und"))
+        if LANG in table.column_names and table.num_rows:  # documents judged by the default thresholds, by language
+            vc = pc.value_counts(table.column(LANG).fill_null("und"))
             unknown = {v.as_py(): c.as_py() for v, c in zip(vc.field("values"), vc.field("counts"))
                        if not self.table.resolve(v.as_py())[1]}
             if unknown:
@@ -401,8 +407,8 @@ class Heuristics(Stage):
     def rows(self, table: pa.Table) -> Rows:
         """Each row's thresholds, by its ``lang`` (and ``lang_script``) where langid ran before."""
         cols = table.column_names
-        langs = table.column("lang").combine_chunks() if "lang" in cols else None
-        scripts = table.column("lang_script").combine_chunks() if "lang_script" in cols else None
+        langs = table.column(LANG).combine_chunks() if LANG in cols else None
+        scripts = table.column(LANG_SCRIPT).combine_chunks() if LANG_SCRIPT in cols else None
         r = self.table.rows(langs, scripts, table.num_rows)
         for lang in sorted(r.unknown - self.warned):  # once per language and stage instance
             log.warning("heuristics: no thresholds for language %r: it gets the default ones "
@@ -416,7 +422,7 @@ class Heuristics(Stage):
         texts = view = layout_normalized(stored)  # the rules judge this view; the stored text keeps its characters
         n = len(texts)
         r = self.rows(table)
-        langs = table.column("lang").combine_chunks() if "lang" in table.column_names else None
+        langs = table.column(LANG).combine_chunks() if LANG in table.column_names else None
         rules: list = []
         words = split = None
         c4_on = cfg.c4.enabled and bool(r["c4.enabled"].any())
@@ -425,8 +431,9 @@ class Heuristics(Stage):
         if cfg.gopher_repetition.enabled or cfg.gopher_quality.enabled or (cfg.fineweb.enabled and split):
             # one split into words serves Gopher, and FineWeb after C4 (the words of the lines C4 kept)
             words, words_per_line = split.words() if split else (ts.words_of(texts), None)
-            if langs is not None:
-                ws_counts, words = words.counts, split_words(texts, langs)
+            ws_counts, segmented = words.counts, langs is not None and bool(words_mod.unspaced_rows(texts).any())
+            if segmented:  # else the same words
+                words = split_words(texts, langs)
             word_len = words.lengths()
         if cfg.gopher_quality.enabled:
             rules += gopher_quality(texts, words, word_len, r)
@@ -446,7 +453,7 @@ class Heuristics(Stage):
         if cfg.fineweb.enabled:
             if split:
                 n_words = split.lines.per_doc(words_per_line * ~dropped).astype(np.int64)
-                if langs is not None:  # segmented words: scale by the share of whitespace words C4 kept
+                if segmented:  # segmented words: scale by the share of whitespace words C4 kept
                     n_words = np.rint(words.counts * ts.ratio(n_words, ws_counts, empty=1.0)).astype(np.int64)
             else:
                 n_words = words.counts if words is not None else split_words(texts, langs).counts

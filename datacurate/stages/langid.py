@@ -41,7 +41,7 @@ import pyarrow.compute as pc
 
 from datacurate.core.coerce import opt
 from datacurate.models.fasttext_model import load_fasttext
-from datacurate.core.schema import TEXT
+from datacurate.core.schema import LANG, LANG_SCRIPT, TEXT
 from datacurate.stages.base import Score, Stage, first_reason, value_counts
 from datacurate.text.langrules import fineweb2, read_thresholds
 from datacurate.text.layout import layout_normalized
@@ -111,7 +111,7 @@ def label_map(labels: list[str]) -> dict[str, tuple[str, Optional[str]]]:
 class LangId(Stage):
     name = "langid"
     Config = LangIdConfig
-    columns = {"lang": pa.string(), "lang_score": pa.float32(), "lang_script": pa.string()}
+    columns = {LANG: pa.string(), "lang_score": pa.float32(), LANG_SCRIPT: pa.string()}
     scores = {"lang_score": Score("langid: top-1 language probability", "min_score",
                                   applies=lambda c: c.languages is not None)}
     counted = {"lang": ("language", "documents langid saw")}
@@ -154,8 +154,8 @@ class LangId(Stage):
                 ("langid/language", wrong),
                 ("langid/low_score", scores < self.row_min_scores(langs, script)),
             ])
-        cols = {"lang": pa.array(langs, pa.string()), "lang_score": pa.array(scores, pa.float32()),
-                "lang_script": pa.array(script, pa.string())}
+        cols = {LANG: pa.array(langs, pa.string()), "lang_score": pa.array(scores, pa.float32()),
+                LANG_SCRIPT: pa.array(script, pa.string())}
         return cols, reasons
 
     def row_min_scores(self, langs: np.ndarray, script: np.ndarray) -> np.ndarray:

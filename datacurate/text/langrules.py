@@ -141,6 +141,8 @@ class RuleTable:
     def resolve(self, lang: str, script: Optional[str] = None) -> tuple[dict, bool]:
         """(thresholds of ``lang`` in ``script``, whether any source knew the language)."""
         base = lang if lang else "und"
+        if script is None and "_" in base:  # a label that carries its script: sr_Latn, fra_Latn
+            base, script = split_key(base)
         out = dict(self.default)
         shipped = self.shipped(base, script)
         known = shipped is not None or base in ("en", "und") or self.source == "none"  # und: no text to judge
@@ -183,15 +185,20 @@ class Rows:
         return vals[self.idx]
 
     def stop_word_hits(self, words: pa.Array, word_doc: np.ndarray, key: str = "gopher_quality.stop_words") -> np.ndarray:
-        """Mask of ``words`` that are stop words of their document's language (lower-cased)."""
-        per_set = [sorted({str(w).lower() for w in r.get(key) or []}) for r in self.rules]
+        """Mask of ``words`` that are stop words of their document's language (lower-cased):
+        each distinct word of the batch is looked up once per distinct stop-word list."""
         if len(words) == 0:
             return np.zeros(0, dtype=bool)
-        pairs = [f"{i}\x1f{w}" for i, ws in enumerate(per_set) for w in ws]
-        tag = pc.cast(pa.array(self.idx[word_doc]), pa.string())
-        lower = pc.utf8_lower(words).cast(pa.string())
-        keyed = pc.binary_join_element_wise(tag, lower, "\x1f")
-        return np.asarray(pc.is_in(keyed, value_set=pa.array(pairs, pa.string())).fill_null(False), dtype=bool)
+        enc = pc.dictionary_encode(pc.utf8_lower(words))
+        if isinstance(enc, pa.ChunkedArray):
+            enc = enc.combine_chunks()
+        lists = [tuple(sorted({str(w).lower() for w in r.get(key) or []})) for r in self.rules]
+        distinct = sorted(set(lists))
+        table = np.zeros((len(distinct), len(enc.dictionary)), dtype=bool)  # (lists, distinct words)
+        for i, stop in enumerate(distinct):
+            table[i] = np.asarray(pc.is_in(enc.dictionary, value_set=pa.array(stop, enc.dictionary.type)), dtype=bool)
+        which = np.array([distinct.index(x) for x in lists], dtype=np.int64)[self.idx]  # per document
+        return table[which[word_doc], np.asarray(enc.indices, dtype=np.int64)]
 
     def any(self, key: str) -> bool:
         return any(bool(r.get(key)) for r in self.rules)

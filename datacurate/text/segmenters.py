@@ -9,7 +9,9 @@ were fitted on); see benchmarks/README.md.
 
 from __future__ import annotations
 
+import bisect
 import importlib
+import itertools
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Callable
@@ -49,7 +51,8 @@ def _jieba():
 def _sudachi():
     from sudachipy import Dictionary, SplitMode
 
-    tok = Dictionary().create()
+    d = Dictionary()
+    tok = d.tokenizer() if hasattr(d, "tokenizer") else d.create()  # create(): SudachiPy < 0.7
     # mode A (shortest units) is spaCy's default for Japanese, which datatrove (FineWeb-2) uses
     return lambda run, lang: [m.surface() for m in tok.tokenize(run, SplitMode.A)]
 
@@ -57,7 +60,7 @@ def _sudachi():
 def _pythainlp():
     from pythainlp.tokenize import word_tokenize
 
-    return lambda run, lang: word_tokenize(run, engine="newmm-safe", keep_whitespace=False)
+    return lambda run, lang: word_tokenize(run, engine="newmm-safe", keep_whitespace=True)
 
 
 def _laonlp():
@@ -85,11 +88,17 @@ SEGMENTERS = {
     "khmer-nltk": Spec("khmernltk", "khmer-nltk", _khmer),
 }
 
-# language (lid.176's code) -> segmenter. Tibetan: ICU cuts syllables at the tsheg; botok
-# (datatrove's choice) downloads its dictionary from GitHub on first use, which fails offline.
+# language (lid.176's code) -> segmenter, chosen by benchmarks/bench_words.py: where a
+# segmenter agrees with datatrove's (the words FineWeb-2 fitted its per-language thresholds
+# on: word-span F1 1.0 for rjieba, SudachiPy mode A, PyThaiNLP, LaoNLP), that one, the fastest
+# such; Khmer, Burmese and Tibetan get ICU (khmer-nltk agrees with datatrove but runs at
+# 87k chars/s and pulls scikit-learn: an option; datatrove's Burmese pyidaungsu replaces the
+# fastText module; botok downloads its dictionary on first use, which fails offline).
+# ICU cuts Tibetan into syllables at the tsheg.
 DEFAULT = {
     "zh": "rjieba", "yue": "rjieba", "wuu": "rjieba", "gan": "rjieba",
-    "ja": "icu", "th": "pythainlp", "lo": "icu", "km": "icu", "my": "icu", "bo": "icu", "dz": "icu",
+    "ja": "sudachipy", "th": "pythainlp", "lo": "laonlp",
+    "km": "icu", "my": "icu", "bo": "icu", "dz": "icu",
 }
 
 
@@ -97,6 +106,56 @@ DEFAULT = {
 def load(name: str):
     """The segmenter ``name``, built on first use in this process (ImportError when missing)."""
     return SEGMENTERS[name].make()
+
+
+_CALL_CHARS = 8192  # runs per call: SudachiPy refuses inputs over 49,149 bytes
+
+
+def segment_runs(name: str, lang: str, runs: list[str]) -> list[list[str]]:
+    """The words of each run: the runs joined by newlines, a few thousand characters a call,
+    so a segmenter's per-call cost (PyThaiNLP's, ICU's set-up) is paid per batch, not per
+    run. Each word is found in the joined text in order and goes to the run it starts in; a
+    word spanning a newline is cut there. Where a segmenter's words are not the text in
+    order, that call's runs are segmented one by one."""
+    fn, out, i = load(name), [], 0
+    while i < len(runs):
+        j, size = i + 1, len(runs[i])
+        while j < len(runs) and size + len(runs[j]) < _CALL_CHARS:
+            size += len(runs[j]) + 1
+            j += 1
+        out += _split_back(fn, lang, runs[i:j])
+        i = j
+    return out
+
+
+def _split_back(fn, lang: str, runs: list[str]) -> list[list[str]]:
+    if len(runs) == 1:
+        return [fn(runs[0], lang)]
+    joined = "\n".join(runs)
+    toks = fn(joined, lang)
+    if "".join(toks) == joined:  # the usual case: the words are the text, newlines included
+        words: list[list[str]] = [[]]
+        for tok in toks:
+            if "\n" in tok:
+                first, *rest = tok.split("\n")
+                words[-1].append(first)
+                words += [[part] for part in rest]
+            else:
+                words[-1].append(tok)
+        return words
+    starts = list(itertools.accumulate((len(r) + 1 for r in runs[:-1]), initial=0))
+    words = [[] for _ in runs]
+    pos = 0
+    for tok in toks:  # whitespace dropped (khmer-nltk): find each word in order
+        at = joined.find(tok, pos)
+        if at < 0 or (at > pos and joined[pos:at].strip()):  # not the text in order: one by one
+            return [fn(r, lang) for r in runs]
+        pos = at + len(tok)
+        for part in tok.split("\n"):
+            if part.strip():
+                words[bisect.bisect_right(starts, at) - 1].append(part)
+            at += len(part) + 1
+    return words
 
 
 def unavailable(name: str) -> str | None:

@@ -145,8 +145,7 @@ def spaced(texts: pa.Array, langs=None, table: dict | None = None) -> pa.Array:
         return texts
     idx = np.flatnonzero(rows)
     row_lang = _row_langs(langs, len(texts))
-    cutter = _Cutter(table)
-    new = [cutter.space(t, base_lang(row_lang[i])) for i, t in zip(idx, texts.take(pa.array(idx)).to_pylist())]
+    new = _Cutter(table).space_all(texts.take(pa.array(idx)).to_pylist(), [base_lang(row_lang[i]) for i in idx])
     return pc.replace_with_mask(texts, pa.array(rows), pa.array(new, type=texts.type))
 
 
@@ -162,45 +161,69 @@ def _spacing(c: str) -> bool:
 
 
 class _Cutter:
-    """Segments the runs of one batch, each distinct (segmenter, language, run) once."""
+    """Segments the runs of one batch: each distinct (segmenter, language, run) once, all
+    runs of one segmenter in a few calls (:func:`segmenters.segment_runs`)."""
 
     def __init__(self, table: dict | None):
-        self.table, self.memo = table, {}
+        self.table = table
+        self.groups: dict[tuple, dict[str, int]] = {}  # (segmenter, language, script) -> {run: index}
+        self.names: dict[str, str] = {}  # language -> segmenter
 
-    def space(self, text: str, lang: str | None) -> str:
-        def cut(m: re.Match) -> str:
+    def find(self, text: str, lang: str | None) -> list[tuple]:
+        """(start, end, group, index of the run in its group) of every run; group None: a separator."""
+        found = []
+        for m in _RUNS.finditer(text):
             if m.lastindex > len(_RUN_SCRIPT):  # zero-width spaces
-                return " "
+                found.append((m.start(), m.end(), None, 0))
+                continue
             script, run = _RUN_SCRIPT[m.lastindex - 1], m.group()
             run_lang = _run_lang(script, run, lang)
-            name = segmenter_for(run_lang, self.table)
-            key = (name, run_lang, run)
-            words = self.memo.get(key)
-            if words is None:
-                words = self.memo[key] = " ".join(_segment(name, run_lang, run, script))
-            before = " " if m.start() > 0 and not _spacing(text[m.start() - 1]) else ""
-            after = " " if m.end() < len(text) and not _spacing(text[m.end()]) else ""
-            return before + words + after
+            name = self.names.get(run_lang)
+            if name is None:
+                name = self.names[run_lang] = segmenter_for(run_lang, self.table)
+            key = (name, run_lang, script)
+            runs = self.groups.setdefault(key, {})
+            found.append((m.start(), m.end(), key, runs.setdefault(run, len(runs))))
+        return found
 
-        return _RUNS.sub(cut, text)
+    def space_all(self, texts: list[str], langs: list) -> list[str]:
+        found = [self.find(t, lang) for t, lang in zip(texts, langs)]
+        spaced_runs = {key: [" ".join(w) for w in _segment(key, list(runs))] for key, runs in self.groups.items()}
+        out = []
+        for text, runs in zip(texts, found):
+            parts, last = [], 0
+            for start, end, key, i in runs:
+                parts.append(text[last:start])
+                if key is None:
+                    parts.append(" ")
+                else:
+                    before = " " if start > 0 and not _spacing(text[start - 1]) else ""
+                    after = " " if end < len(text) and not _spacing(text[end]) else ""
+                    parts.append(before + spaced_runs[key][i] + after)
+                last = end
+            parts.append(text[last:])
+            out.append("".join(parts))
+        return out
 
 
 _WARNED: set = set()
 
 
-def _segment(name: str, lang: str, run: str, script: str) -> list[str]:
-    """``run``'s words by segmenter ``name``; the run whole (and one warning) where it is missing."""
+def _segment(key: tuple, runs: list[str]) -> list[list[str]]:
+    """The words of each run by segmenter ``key[0]``; the runs whole (and one warning per
+    process) where it is missing."""
+    name, lang, script = key
     try:
-        words = seg.load(name)(run, lang)
+        cut = seg.segment_runs(name, lang, runs)
     except ImportError as e:
         if name not in _WARNED:
             _WARNED.add(name)
             warnings.warn(f"words: segmenter {name!r} for {lang!r} cannot be loaded ({e}); "
-                          f"its runs stay whole (pip install {seg.SEGMENTERS[name].pip})", stacklevel=3)
-        return [run]
+                          f"its runs stay whole (pip install {seg.SEGMENTERS[name].pip})", stacklevel=4)
+        return [[run] for run in runs]
     if script == "tibetan":  # the tsheg (syllable mark) is a separator, not part of a word
-        words = [w.strip("\u0f0b\u0f0c") for w in words]
-    return [w for w in (w.strip() for w in words) if w]
+        cut = [[w.strip("\u0f0b\u0f0c") for w in words] for words in cut]
+    return [[w for w in (w.strip() for w in words) if w] for words in cut]
 
 
 def words_of(texts: pa.Array, langs=None, table: dict | None = None) -> ts.Pieces:

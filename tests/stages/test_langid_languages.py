@@ -28,9 +28,10 @@ def test_scripts_lid176_cannot_tell():
              "यह हिंदी में लिखा गया वाक्य है।", "yah hindi mein likha gaya vakya hai.", "", None]
     assert scripts_of(pa.array(texts, pa.large_string())).to_pylist() == [
         "Cyrl", "Latn", "Hans", "Hant", "Jpan", "Hang", "Deva", "Latn", "Zyyy", "Zyyy"]
-    out = LangId()(pa.table({"text": pa.array(texts[:3], pa.large_string())}))
-    assert out.column("lang").to_pylist()[0::2] == ["sr", "zh"]
-    assert out.column("lang_script").to_pylist()[0::2] == ["Cyrl", "Hans"]
+    hant = next(r["text"] for r in ROWS if r["id"] == "bash1-zh_TW")  # real traditional Chinese
+    out = LangId()(pa.table({"text": pa.array([sr_cyrl, text_of("zh"), hant], pa.large_string())}))
+    assert out.column("lang").to_pylist() == ["sr", "zh", "zh"]
+    assert out.column("lang_script").to_pylist() == ["Cyrl", "Hans", "Hant"]
 
 
 def test_per_language_minimum_scores(tmp_path):

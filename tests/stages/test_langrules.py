@@ -47,7 +47,8 @@ def test_real_prose_in_every_language_is_kept_with_its_rules_not_with_english_on
     assert per_lang == [None] * len(ROWS)  # Japanese and Chinese with their segmented words
     # English stop words reject most of them, English word lengths the Japanese and Chinese (the finding)
     assert sum(e == "gopher/stop_words" for e in english) >= 12
-    assert [e for e, r in zip(english, ROWS) if r["expected_lang"] in ("ja", "zh")] == ["gopher/mean_word_length"] * 2
+    cjk = [e for e, r in zip(english, ROWS) if r["expected_lang"] in ("ja", "zh")]
+    assert cjk == ["gopher/mean_word_length"] * 3  # ja, zh Hans, zh Hant
 
 
 def test_thresholds_are_per_row_and_english_keeps_its_own():
@@ -60,6 +61,10 @@ def test_thresholds_are_per_row_and_english_keeps_its_own():
     script = cfg.table().rows(pa.array(["sr", "sr", "hi"]), pa.array(["Latn", "Cyrl", "Latn"]), 3)
     want = [fineweb2()["configs"][k]["line_punct_thr"] for k in ("srp_Latn", "srp_Cyrl", "hin_Latn")]
     assert list(script["fineweb.min_line_punct_ratio"]) == want
+    # labels of a GlotLID-style model that lid.176 lacks, and labels carrying their script
+    other = cfg.table().rows(pa.array(["aai", "sr_Latn", "fra_Latn"]), pa.array(["Latn", None, None]), 3)
+    want = [fineweb2()["configs"][k]["line_punct_thr"] for k in ("aai_Latn", "srp_Latn", "fra_Latn")]
+    assert list(other["fineweb.min_line_punct_ratio"]) == want and not other.unknown
 
 
 def test_a_language_without_rules_gets_the_default_and_one_warning(caplog):
