@@ -37,6 +37,7 @@ import pyarrow.compute as pc
 from datacurate.formats import shards
 from datacurate.core.coerce import opt
 from datacurate.core.dicts import merge
+from datacurate.core.temperature import temperature
 from datacurate.core.schema import DOMAIN, ID, N_TOKENS, ORD, REJECT_REASON, TOKENS
 from datacurate.stages import mixture
 from datacurate.stages.base import GlobalStage
@@ -326,7 +327,7 @@ class Decompose(GlobalStage):
         if len(counts) > np.iinfo(shards.DOMAIN_DTYPE).max + 1:
             raise ValueError(f"decompose: {len(counts)} domains do not fit uint16 domain ids")
         tokens = {d: n["weighted_tokens"] for d, n in counts.items()}  # after rehydration, if any
-        weights = mixture.temperature(tokens, c.alpha) if c.alpha is not None else self.weights
+        weights = temperature(tokens, c.alpha) if c.alpha is not None else self.weights
         mix = mixture.plan(tokens, weights, c.total_tokens)
         rates = {d: m["rate"] for d, m in mix["domains"].items()}
         domain_ids = {d: i for i, d in enumerate(sorted(counts))}

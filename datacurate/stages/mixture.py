@@ -55,18 +55,6 @@ def load_weights(mixture: Optional[dict], mixture_file: Optional[str]) -> tuple[
     return {str(k): float(v) for k, v in weights.items()}, source
 
 
-def temperature(tokens_by_domain: dict[str, int], alpha: float) -> dict[str, float]:
-    """Temperature sampling over domains (languages): ``w_d = (N_d / N)^alpha``, normalised
-    by :func:`plan`. alpha = 1 is the natural mixture; smaller alphas up-sample the small
-    domains and down-sample the large ones. XLM-R (Conneau et al. 2020, "Unsupervised
-    Cross-lingual Representation Learning at Scale") and mT5 (Xue et al. 2021, "mT5: A
-    Massively Multilingual Pre-trained Text-to-Text Transformer") both used alpha = 0.3 over
-    100+ languages (XLM, Conneau and Lample 2019: 0.5); with alpha = 0.3 a language with 1/1000
-    of the tokens of another gets 1/8 of its share, not 1/1000."""
-    total = sum(tokens_by_domain.values())
-    return {d: (n / total) ** alpha if n > 0 else 0.0 for d, n in tokens_by_domain.items()} if total else {}
-
-
 def plan(tokens_by_domain: dict[str, int], weights: Optional[dict], total_tokens: Optional[int]) -> dict:
     """Per domain of the corpus: weight (normalised), target tokens and sampling rate."""
     available = sum(tokens_by_domain.values())

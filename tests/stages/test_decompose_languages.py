@@ -6,6 +6,7 @@ import pytest
 import yaml
 
 from datacurate.configs.pipeline import ConfigError, load_config
+from datacurate.core.temperature import temperature
 from datacurate.stages import mixture
 from datacurate.stages.decompose import DecomposeConfig, count_part, write_part
 from tests.stages.test_decompose import U32, docs_table, read_back
@@ -13,7 +14,7 @@ from tests.stages.test_decompose import U32, docs_table, read_back
 
 def test_temperature_weights_follow_the_power_law():
     tokens = {"en": 1_000_000, "fr": 100_000, "sw": 1_000}
-    w = mixture.temperature(tokens, 0.3)
+    w = temperature(tokens, 0.3)
     share = {d: n / sum(tokens.values()) for d, n in tokens.items()}
     assert w == {d: pytest.approx(s ** 0.3) for d, s in share.items()}
     plan = mixture.plan(tokens, w, None)["domains"]
@@ -21,9 +22,9 @@ def test_temperature_weights_follow_the_power_law():
     # 1000x fewer tokens is 1000^0.3 ~ 7.9x less weight: Swahili up-sampled, English cut
     assert plan["en"]["weight"] / plan["sw"]["weight"] == pytest.approx(1000 ** 0.3)
     assert plan["sw"]["rate"] > 1 > plan["en"]["rate"]
-    natural = mixture.plan(tokens, mixture.temperature(tokens, 1.0), None)["domains"]
+    natural = mixture.plan(tokens, temperature(tokens, 1.0), None)["domains"]
     assert all(p["rate"] == pytest.approx(1.0) for p in natural.values())
-    assert mixture.temperature({"xx": 0}, 0.3) == {}
+    assert temperature({"xx": 0}, 0.3) == {}
 
 
 def test_domain_column_and_weight_column(tmp_path):
