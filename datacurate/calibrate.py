@@ -8,12 +8,14 @@ which rule:
   scores (FineWeb-2's formula, from its paper).
 - **stop words**: the language's most frequent words: every word making more than 0.8 % of
   the language's word occurrences (0.3 %, then 0.2 %, when that gives fewer than 8), numbers
-  and punctuation left out. These shares are those of the statistics script of FineWeb-2's
-  authors (its ``to_clean_stopwords``, run with datatrove's ``LanguageStatsCollector``).
+  and punctuation left out. These shares are those of a public threshold-fitting script over
+  datatrove's ``LanguageStatsCollector`` (its ``to_clean_stopwords``; it fits Wikipedia and
+  CommonCrawl samples of FineWeb-2's canary languages, and a sibling script's paths name one of
+  the paper's authors; it is not in the fineweb-2 repository, so the attribution is ours).
 - **every rule's threshold, by quantile transfer**: the threshold removes from the language the
   same share of its documents that the English threshold (the stage's keys: FineWeb's) removes
   from the English documents of the same sample. Where the sample has too few English
-  documents, the shares of the authors' quantile script (``filters_q``) are used for the rules
+  documents, the shares of that script's quantile mode (``filters_q``) are used for the rules
   it sets: mean word length 0.01 % on each side, words with a letter 25 %, lines ending in
   punctuation 20 %, newlines per word 3 %; the repetition rules are then not fitted (the
   shipped values stay). FineWeb-2's repository publishes the fitted configs, not the fitting
@@ -40,12 +42,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import yaml
 
-from datacurate.core.schema import LANG
+from datacurate.core.schema import LANG, LANG_SCRIPT
 from datacurate.report import svg
 from datacurate.stages import heuristics as hr
 from datacurate.stages.langid import LangId
 from datacurate.text import textstats as ts
 from datacurate.text import words as words_mod
+from datacurate.text.langrules import fineweb2
 from datacurate.text.layout import layout_normalized
 
 REFERENCE = "en"
@@ -84,7 +87,23 @@ def statistics(table: pa.Table) -> tuple[np.ndarray, dict]:
     if "lang_score" in table.column_names:
         values["lang_score"] = np.asarray(table.column("lang_score").to_numpy(zero_copy_only=False), dtype=np.float64)
     values["_words"] = words
-    return np.asarray(langs.fill_null("und").to_numpy(zero_copy_only=False), dtype=object), values
+    return group_keys(table), values
+
+
+def group_keys(table: pa.Table) -> np.ndarray:
+    """Each row's key in the thresholds file: its language, with its script (``sr_Latn``) where
+    the language is written in several (FineWeb-2 fits each language-script apart)."""
+    langs = np.asarray(table.column(LANG).cast(pa.string()).fill_null("und").to_numpy(zero_copy_only=False),
+                       dtype=object)
+    if LANG_SCRIPT not in table.column_names:
+        return langs
+    scripts = np.asarray(table.column(LANG_SCRIPT).cast(pa.string()).fill_null("").to_numpy(zero_copy_only=False),
+                         dtype=object)
+    lid = fineweb2()["lid176"]
+    codes, inv = np.unique(langs.astype(str), return_inverse=True)
+    several = np.array([len(lid.get(code) or {}) > 1 for code in codes], dtype=bool)[inv]  # per distinct language
+    with_script = np.char.add(np.char.add(langs.astype(str), "_"), scripts.astype(str)).astype(object)
+    return np.where(several & (scripts != ""), with_script, langs)
 
 
 def collect(tables, languages: Optional[list[str]], sample: int, langid: Optional[LangId]) -> dict[str, Sample]:
@@ -96,7 +115,8 @@ def collect(tables, languages: Optional[list[str]], sample: int, langid: Optiona
         words: ts.Pieces = values.pop("_words")
         lower = pc.utf8_lower(words.values)
         for lang in np.unique(langs):
-            if lang == "und" or (languages and lang not in languages and lang != REFERENCE):
+            if lang == "und" or (languages and lang not in languages and lang.split("_")[0] not in languages
+                                 and lang != REFERENCE):
                 continue
             s = out.setdefault(lang, Sample({}, {}))
             rows = np.flatnonzero(langs == lang)[: max(sample - s.n, 0)]
@@ -209,8 +229,9 @@ def calibrate(inputs: list[str], out: str, languages: Optional[list[str]] = None
     english = hr.HeuristicsConfig(language_rules="none").table().resolve(REFERENCE)[0]
     fitted, plots = fit(samples, english, min_docs)
     if languages:
-        fitted = {k: v for k, v in fitted.items() if k in languages}
-        plots = {k: v for k, v in plots.items() if k in languages}
+        wanted = lambda k: k in languages or k.split("_")[0] in languages  # noqa: E731 - sr: sr_Cyrl and sr_Latn
+        fitted = {k: v for k, v in fitted.items() if wanted(k)}
+        plots = {k: v for k, v in plots.items() if wanted(k)}
     doc = {"source": "datacurate calibrate (FineWeb-2's method; see datacurate/calibrate.py)",
            "inputs": list(inputs), "sample_docs": {k: samples[k].n for k in fitted}, "languages": fitted}
     Path(out).write_text(yaml.safe_dump(doc, allow_unicode=True, sort_keys=False))

@@ -109,3 +109,30 @@ def test_calibrate_reads_parquet_and_labels_languages_itself(tmp_path):
     assert {"de", "fr", "ru"} <= set(fitted)
     assert "die" in fitted["de"]["gopher_quality"]["stop_words"] and 0.3 <= fitted["fr"]["langid"]["min_score"] <= 0.9
     assert yaml.safe_load((tmp_path / "t.yaml").read_text())["languages"] == fitted
+
+
+CYR_TO_LAT = dict(zip("абвгдђежзијклљмнњопрстћуфхцчџшАБВГДЂЕЖЗИЈКЛЉМНЊОПРСТЋУФХЦЧЏШ",
+                      ["a", "b", "v", "g", "d", "đ", "e", "ž", "z", "i", "j", "k", "l", "lj", "m", "n", "nj", "o", "p",
+                       "r", "s", "t", "ć", "u", "f", "h", "c", "č", "dž", "š", "A", "B", "V", "G", "D", "Đ", "E", "Ž",
+                       "Z", "I", "J", "K", "L", "Lj", "M", "N", "Nj", "O", "P", "R", "S", "T", "Ć", "U", "F", "H", "C",
+                       "Č", "Dž", "Š"]))
+
+
+def test_calibrate_fits_each_script_of_a_language_apart(tmp_path):
+    """Serbian in Cyrillic (man(1)) and the same text in Serbian Latin (its standard one-to-one
+    transliteration): two keys, sr_Cyrl and sr_Latn, which both stages look up by lang_script."""
+    from datacurate.calibrate import calibrate
+
+    src = next(json.loads(line) for line in open("tests/data/langrules/man1_man.jsonl") if '"man1-sr"' in line)
+    cyr = [p for p in src["text"].split("\n\n")]
+    lat = ["".join(CYR_TO_LAT.get(c, c) for c in p) for p in cyr]
+    rows = [{"text": p, "lang": "sr", "lang_script": "Cyrl", "lang_score": 0.9} for p in cyr]
+    rows += [{"text": p, "lang": "sr", "lang_script": "Latn", "lang_score": 0.6} for p in lat]
+    (tmp_path / "sr.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+    fitted = calibrate([str(tmp_path / "sr.jsonl")], str(tmp_path / "t.yaml"), languages=["sr"], min_docs=5)["languages"]
+    assert set(fitted) == {"sr_Cyrl", "sr_Latn"}
+    assert fitted["sr_Latn"]["langid"]["min_score"] == 0.6 and fitted["sr_Cyrl"]["langid"]["min_score"] == 0.9
+    assert LangId(thresholds=str(tmp_path / "t.yaml")).min_scores == {"sr_Cyrl": 0.9, "sr_Latn": 0.6}
+    lat_stops = set(fitted["sr_Latn"]["gopher_quality"]["stop_words"])
+    assert lat_stops and lat_stops == {"".join(CYR_TO_LAT.get(c, c) for c in w)
+                                       for w in fitted["sr_Cyrl"]["gopher_quality"]["stop_words"]}

@@ -45,7 +45,7 @@ from datacurate.core.schema import LANG, LANG_SCRIPT, TEXT
 from datacurate.stages.base import Score, Stage, first_reason, value_counts
 from datacurate.text.langrules import fineweb2, read_thresholds
 from datacurate.text.layout import layout_normalized
-from datacurate.text.scripts import scripts_of
+from datacurate.text.scripts import SCRIPTS, allowed_for, scripts_of
 
 DEFAULT_MODEL = Path(__file__).resolve().parent.parent / "models" / "lid.176.ftz"
 
@@ -113,7 +113,7 @@ class LangId(Stage):
     Config = LangIdConfig
     columns = {LANG: pa.string(), "lang_score": pa.float32(), LANG_SCRIPT: pa.string()}
     scores = {"lang_score": Score("langid: top-1 language probability", "min_score",
-                                  applies=lambda c: c.languages is not None)}
+                                  applies=lambda c: c.languages is not None and not c.min_scores and not c.thresholds)}
     counted = {"lang": ("language", "documents langid saw")}
 
     def __init__(self, config: LangIdConfig | None = None, **params):
@@ -143,7 +143,8 @@ class LangId(Stage):
             # the quantised model's softmax can exceed 1 by rounding (1.00003): clip
             scores[idx] = np.clip(np.array([p[0] if len(p) else 0.0 for p in probs], dtype=np.float32), 0.0, 1.0)
         model_script = pa.array(model_script, pa.string())  # the model's own script label, where it has one
-        script = np.asarray(pc.coalesce(model_script, scripts_of(text)).to_numpy(zero_copy_only=False), dtype=object)
+        detected = scripts_of(text, allowed=self.allowed_scripts(langs))
+        script = np.asarray(pc.coalesce(model_script, detected).to_numpy(zero_copy_only=False), dtype=object)
         reasons = None
         if self.config.languages is not None or self.min_scores:
             wrong = np.zeros(n, dtype=bool)
@@ -157,6 +158,15 @@ class LangId(Stage):
         cols = {LANG: pa.array(langs, pa.string()), "lang_score": pa.array(scores, pa.float32()),
                 LANG_SCRIPT: pa.array(script, pa.string())}
         return cols, reasons
+
+    def allowed_scripts(self, langs: np.ndarray) -> np.ndarray:
+        """(n, len(SCRIPTS)) mask: the scripts FineWeb-2 has a config of for each row's language
+        (every script for a language it has none of), one lookup per distinct language."""
+        table = fineweb2()["lid176"]
+        uniq, inv = np.unique(langs.astype(str), return_inverse=True)
+        masks = np.stack([allowed_for(set(table.get(code) or {})) for code in uniq]) if len(uniq) else \
+            np.ones((0, len(SCRIPTS)), dtype=bool)
+        return masks[inv] if len(uniq) else np.ones((len(langs), len(SCRIPTS)), dtype=bool)
 
     def row_min_scores(self, langs: np.ndarray, script: np.ndarray) -> np.ndarray:
         """Each row's minimum score: its language + script's, its language's, else ``min_score``

@@ -158,9 +158,9 @@ class RuleTable:
         """The thresholds of each of ``n`` rows (no ``lang`` column: the defaults)."""
         if langs is None:
             return Rows([self.resolve("en")[0]], np.zeros(n, dtype=np.int64), set())
-        keys = langs.fill_null("und")
+        keys = langs.cast(pa.string()).fill_null("und")  # any string type (large, dictionary)
         if scripts is not None:
-            keys = pc.binary_join_element_wise(keys, scripts.fill_null(""), "\x1f")
+            keys = pc.binary_join_element_wise(keys, scripts.cast(pa.string()).fill_null(""), "\x1f")
         enc = pc.dictionary_encode(keys)
         if isinstance(enc, pa.ChunkedArray):
             enc = enc.combine_chunks()

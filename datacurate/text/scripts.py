@@ -94,10 +94,27 @@ def script_counts(texts: pa.Array, max_chars: int = 1000) -> np.ndarray:
     return np.bincount(key, minlength=len(texts) * _S).reshape(len(texts), _S)
 
 
-def scripts_of(texts: pa.Array, max_chars: int = 1000) -> pa.Array:
-    """The dominant script of each document (``Latn``, ``Cyrl``, ``Hans``, ``Jpan`` ...)."""
+def allowed_for(scripts: set[str]) -> np.ndarray:
+    """(len(SCRIPTS),) mask of the letter scripts that make up ISO 15924 ``scripts`` (``Jpan``:
+    Han and kana; ``Hans``, ``Hant``, ``Hani``: Han; ``Kore``, ``Hang``: Hangul and Han)."""
+    parts = {"Jpan": {"Hani", "Hira", "Kana"}, "Hans": {"Hani"}, "Hant": {"Hani"}, "Kore": {"Hang", "Hani"},
+             "Hang": {"Hang", "Hani"}}
+    want = set().union(*(parts.get(s, {s}) for s in scripts)) if scripts else set(SCRIPTS)
+    return np.array([s in want for s in SCRIPTS])
+
+
+def scripts_of(texts: pa.Array, max_chars: int = 1000, allowed: np.ndarray | None = None) -> pa.Array:
+    """The dominant script of each document (``Latn``, ``Cyrl``, ``Hans``, ``Jpan`` ...).
+
+    ``allowed``: (D, len(SCRIPTS)) mask of the scripts each document's language is written in
+    (:func:`allowed_for`): the dominant one among those, where the document has any of their
+    letters (a Chinese help text full of Latin command names is still Han; a Serbian page
+    is Cyrillic or Latin, whatever it quotes)."""
     texts = pc.utf8_slice_codeunits(texts, 0, max_chars)
     counts = script_counts(texts, max_chars).astype(np.float64)
+    if allowed is not None:
+        masked = counts * allowed
+        counts = np.where(masked.sum(axis=1, keepdims=True) > 0, masked, counts)
     ix = {s: SCRIPTS.index(s) for s in ("Hani", "Hira", "Kana", "Hang")}
     kana = counts[:, ix["Hira"]] + counts[:, ix["Kana"]]
     han = counts[:, ix["Hani"]]

@@ -79,3 +79,19 @@ def test_a_glotlid_style_model_plugs_in_through_model(tmp_path):
     # heuristics find each language's rules by those codes
     h = Heuristics()(out.drop_columns(["reject_reason"]))
     assert h.column("reject_reason").to_pylist() == [None] * 5
+
+
+def test_scripts_of_real_messages_in_nine_scripts():
+    """Debian's translated messages (tests/data/words/passages.json): each passage's script."""
+    data = json.loads((Path(__file__).resolve().parent.parent / "data" / "words" / "passages.json").read_text())
+    texts, want = [], []
+    for entry in data.values():
+        for p in entry["passages"]:
+            texts.append(p)
+            want.append(entry["script"])
+    table = pa.table({"text": pa.array(texts, pa.large_string())})
+    got = LangId()(table).column("lang_script").to_pylist()  # the script among its language's
+    assert got == want and len(set(want)) == 9
+    # by letters alone, two help texts full of Latin command names count as Latin
+    alone = scripts_of(table.column("text")).to_pylist()
+    assert sum(a != w for a, w in zip(alone, want)) == 2
