@@ -324,6 +324,9 @@ def mix_section(scan: Scan) -> str:
     return svg.section("Language and domain mix, before and after (% of documents)", *parts)
 
 
+SHARD_DOMAINS = 9  # domains drawn apart in the shards' bars; more are one "N more" series
+
+
 def shards_section(shards_dir: str | None, manifest: dict | None) -> str:
     if not manifest:
         return ""
@@ -334,8 +337,15 @@ def shards_section(shards_dir: str | None, manifest: dict | None) -> str:
         for d, v in (manifest.get("per_domain") or {}).items():
             for L, n in (v.get("sequences_in_buckets") or {}).items():
                 counts[int(L)][d] += n * int(L)
-    domains = sorted({d for c in counts.values() for d in c})
-    rows = [(f"{L} tokens", [counts[L][d] for d in domains]) for L in sorted(counts)]
+    total = Counter()
+    for c in counts.values():
+        total.update(c)
+    domains = sorted(d for d, _ in total.most_common(SHARD_DOMAINS))  # many (languages): the largest, the rest summed
+    rows = [(f"{L} tokens", [counts[L][d] for d in domains]
+             + ([sum(n for d, n in counts[L].items() if d not in domains)] if len(total) > len(domains) else []))
+            for L in sorted(counts)]
+    if len(total) > len(domains):
+        domains = domains + [f"{len(total) - len(domains)} more"]
     tot = manifest.get("totals") or {}
     note = (f"<p>{tot.get('sequences_written', 0):,} sequences, {tot.get('tokens_written', 0):,} tokens written; "
             f"{tot.get('tokens_dropped', 0):,} tokens dropped (tails below the smallest bucket); mixture "
