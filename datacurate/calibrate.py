@@ -46,6 +46,7 @@ from datacurate.core.schema import LANG, LANG_SCRIPT
 from datacurate.report import svg
 from datacurate.stages import heuristics as hr
 from datacurate.stages.langid import LangId
+from datacurate.text import rulestats as rs
 from datacurate.text import textstats as ts
 from datacurate.text import words as words_mod
 from datacurate.text.langrules import fineweb2
@@ -81,9 +82,9 @@ def statistics(table: pa.Table) -> tuple[np.ndarray, dict]:
     langs = table.column(LANG).combine_chunks()
     words = words_mod.words_of(texts, langs)
     word_len = words.lengths()
-    values = hr.quality_values(texts, words, word_len)
-    values.update(hr.repetition_values(texts, words, word_len, [2, 3, 4], list(range(5, 11))))
-    values.update(hr.fineweb_values(texts, words.counts, 30))
+    values = rs.quality_values(texts, words, word_len)
+    values.update(rs.repetition_values(texts, words, word_len, [2, 3, 4], list(range(5, 11))))
+    values.update(rs.fineweb_values(texts, words.counts, 30))
     if "lang_score" in table.column_names:
         values["lang_score"] = np.asarray(table.column("lang_score").to_numpy(zero_copy_only=False), dtype=np.float64)
     values["_words"] = words

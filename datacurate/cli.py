@@ -328,7 +328,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(fn=cmd_stages)
     ca = sub.add_parser("calibrate", help="fit per-language thresholds (langid, heuristics) on a sample of a corpus, "
                                           "by FineWeb-2's method; writes the YAML both stages take as thresholds:")
-    ca.add_argument("inputs", nargs="+", metavar="INPUT", help="JSONL / Parquet / WARC files, directories, globs "
+    ca.add_argument("inputs", nargs="+", metavar="INPUT", help="JSONL / Parquet files, directories, globs of extracted text "
                                                                   "(a lang column is used, else langid labels them)")
     ca.add_argument("--out", required=True, help="thresholds YAML to write (the HTML page goes beside it)")
     ca.add_argument("--languages", nargs="+", metavar="LANG", help="only these languages (default: every one with "

@@ -393,6 +393,7 @@ def _phase_match(path: str, c: DecontaminateConfig, index_dir: str, out_dir: str
 class Decontaminate(GlobalStage):
     name = "decontaminate"
     Config = DecontaminateConfig
+    uses_words = True
     default_outputs = (REPORT,)
     columns = {RECORD: pa.string(), NGRAMS: pa.int32()}
 

@@ -358,6 +358,7 @@ class NearDedup(GlobalStage):
 
     name = "near_dedup"
     Config = NearDedupConfig
+    uses_words = True
     columns = {"cluster_id": pa.string(), "cluster_size": pa.int32(), "upsampling_weight": pa.int32()}
     counted = {"cluster_size": None}
 

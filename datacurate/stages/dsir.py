@@ -243,6 +243,7 @@ def report(cfg: DsirConfig, target: np.ndarray, raw: np.ndarray, sel: np.ndarray
 class Dsir(GlobalStage):
     name = "dsir"
     Config = DsirConfig
+    uses_words = True
     columns = {"dsir_log_weight": pa.float64(), "dsir_chunks": pa.int32()}
     scores = {"dsir_log_weight": Score(
         "dsir: log importance weight per document", bounds=None, log_y=True,

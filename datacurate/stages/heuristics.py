@@ -14,7 +14,7 @@ Per language: every threshold is read per document from its ``lang`` (and ``lang
 column through :mod:`datacurate.text.langrules` (FineWeb-2's configs, a ``datacurate
 calibrate`` YAML, ``per_language`` overrides; English and unknown languages take the keys
 below), gathered into per-row arrays; words come from :mod:`datacurate.text.words` by
-language; sentence ends are per script (:data:`SCRIPT_ENDS`).
+language; sentence ends are per script (:data:`datacurate.text.rulestats.SCRIPT_ENDS`).
 
 All statistics are computed over the whole batch at once (see ``textstats``), on the
 layout-normalised view of the text (:mod:`datacurate.text.layout`: Unicode spaces as
@@ -27,7 +27,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Literal, Optional
 
 import numpy as np
 import pyarrow as pa
@@ -37,27 +37,15 @@ from datacurate.core.coerce import opt
 from datacurate.core.schema import LANG, LANG_SCRIPT, TEXT
 from datacurate.text import textstats as ts
 from datacurate.text import words as words_mod
-from datacurate.text.langrules import RuleTable, Rows, flatten
+from datacurate.text.rulestats import fineweb_values, quality_values, repetition_values
+from datacurate.text.c4lines import Lines, c4_rules, c4_text
+from datacurate.text.langrules import RuleTable, Rows, describe, flatten
 from datacurate.text.layout import layout_normalized
 from datacurate.stages.base import Stage, first_reason
 
 log = logging.getLogger(__name__)
 
 GOPHER_STOP_WORDS = ["the", "be", "to", "of", "and", "that", "have", "with"]
-BULLETS = "•‣●○▪◦∙·*-–"
-C4_POLICY = ["terms of use", "privacy policy", "cookie policy", "uses cookies", "use of cookies", "use cookies"]
-# sentence ends of the scripts that are not written with . ! ? (FineWeb-2: "sentence ends per
-# script"): CJK 。！？ (and the halfwidth ｡), Devanagari / Bengali danda । ॥, Urdu ۔, Arabic
-# ؟, Ethiopic ። ፧, Myanmar ။, Tibetan ། (shad), Khmer ។, Armenian ։. A union: no script uses
-# another's end mark, so each document is judged by its own script's.
-SCRIPT_ENDS = "\u3002\uff01\uff1f\uff61\u0964\u0965\u06d4\u061f\u1362\u1367\u104b\u0f0d\u17d4\u0589"
-TERMINAL_RE = f'[.!?"{SCRIPT_ENDS}]$'  # C4: a line must end in terminal punctuation
-# sentences C4 counts: Latin-style ends followed by a space (or the end), and the other
-# scripts' end marks wherever they stand (CJK puts no space after them)
-SENTENCE_RE = f"[.!?]+[\"'\\)\\]]*(\\s|$)|[{SCRIPT_ENDS}]+"
-# terminal punctuation only (as datatrove's FineWeb filter): a closing quote alone is not an end
-FINEWEB_STOP_RE = f"[.!?\u2026{SCRIPT_ENDS}]$"
-
 
 @dataclass
 class GopherQualityConfig:
@@ -118,7 +106,7 @@ class HeuristicsConfig:
     gopher_repetition: GopherRepetitionConfig = field(default_factory=GopherRepetitionConfig)
     c4: C4Config = field(default_factory=C4Config)
     fineweb: FineWebConfig = field(default_factory=FineWebConfig)
-    language_rules: str = opt("fineweb2", "thresholds per row's `lang`: fineweb2 = FineWeb-2's config of the "
+    language_rules: Literal["fineweb2", "none"] = opt("fineweb2", "thresholds per row's `lang`: fineweb2 = FineWeb-2's config of the "
                               "language (every lid.176 language but en/eml; README), none = the keys above for all")
     thresholds: Optional[str] = opt(None, "a YAML of per-language thresholds (`datacurate calibrate` writes one); "
                                     "over the shipped ones")
@@ -134,10 +122,6 @@ class HeuristicsConfig:
                                              for s in dataclasses.fields(self)
                                              if dataclasses.is_dataclass(getattr(self, s.name))}).items()}
         return RuleTable(default, self.language_rules, self.thresholds, self.per_language)
-
-
-def _b(arr) -> np.ndarray:
-    return np.asarray(pc.fill_null(arr, False), dtype=bool)
 
 
 def _ngram_sizes(r: Rows, key: str) -> list[int]:
@@ -194,143 +178,15 @@ def repetition_rules(r: Rows) -> list:
     return GOPHER_REPETITION_RULES + top + dup
 
 
-def repetition_values(texts: pa.Array, words: ts.Pieces, word_len: np.ndarray, top: list[int], dup: list[int]) -> dict:
-    """Gopher's repetition statistics of every document (its table A1)."""
-    n_chars = np.asarray(pc.utf8_length(texts), dtype=np.float64)
-    lines = ts.split_pattern(texts, "\n+", regex=True)
-    paras = ts.split_pattern(pc.utf8_trim_whitespace(texts), r"\n\s*\n", regex=True)
-    line_dup, line_dup_chars = ts.duplicate_stats(lines)
-    para_dup, para_dup_chars = ts.duplicate_stats(paras)
-    out = {"dup_line_frac": ts.ratio(line_dup, lines.counts), "dup_para_frac": ts.ratio(para_dup, paras.counts),
-           "dup_line_char_frac": ts.ratio(line_dup_chars, n_chars),
-           "dup_para_char_frac": ts.ratio(para_dup_chars, n_chars)}
-    pos, h, starts = ts.ngram_hashes(words, max(top, default=1), tuple(dup))
-    for n in top:
-        out[f"top_{n}gram"] = ts.ratio(ts.top_ngram_chars(words, pos, h[n - 1], n, word_len), n_chars)
-    for n in dup:
-        out[f"dup_{n}gram"] = ts.ratio(ts.dup_ngram_chars(words, starts[n], n, word_len), n_chars)
-    return out
-
-
 def gopher_repetition(texts: pa.Array, words: ts.Pieces, word_len: np.ndarray, r: Rows) -> list:
     k = "gopher_repetition."
     top, dup = _ngram_sizes(r, k + "max_top_ngram_char_frac"), _ngram_sizes(r, k + "max_dup_ngram_char_frac")
     return judge(repetition_values(texts, words, word_len, top, dup), repetition_rules(r), "gopher_repetition", r)
 
 
-def quality_values(texts: pa.Array, words: ts.Pieces, word_len: np.ndarray, stop: np.ndarray | None = None) -> dict:
-    """Gopher's quality statistics of every document (appendix A.1.1); ``stop``: the mask of
-    ``words`` that are stop words of their document's language."""
-    n_words = words.counts
-    hashes = np.asarray(pc.count_substring(texts, "#"), dtype=np.float64)
-    ellipses = np.asarray(pc.count_substring_regex(texts, r"\.\.\.|…"), dtype=np.float64)
-    lines = ts.split_pattern(texts, "\n")
-    stripped = pc.utf8_trim_whitespace(lines.values)
-    bullet = _b(pc.match_substring_regex(stripped, "^[" + "".join("\\" + c if c in "-*" else c for c in BULLETS) + "]"))
-    ellipsis_end = _b(pc.match_substring_regex(stripped, r"(\.\.\.|…)$"))
-    alpha = _b(pc.match_substring_regex(words.values, r"\pL"))
-    n_stop = words.per_doc(stop) if stop is not None else np.zeros(words.n_docs)
-    return {
-        "n_words": n_words, "mean_word_length": ts.ratio(words.per_doc(word_len), n_words),
-        "hash_word_ratio": ts.ratio(hashes, n_words), "ellipsis_word_ratio": ts.ratio(ellipses, n_words),
-        "bullet_lines_ratio": ts.ratio(lines.per_doc(bullet), lines.counts),
-        "ellipsis_lines_ratio": ts.ratio(lines.per_doc(ellipsis_end), lines.counts),
-        "alpha_words_ratio": ts.ratio(words.per_doc(alpha), n_words, empty=1.0),
-        "stop_words": n_stop, "stop_word_ratio": ts.ratio(n_stop, n_words),
-    }
-
-
 def gopher_quality(texts: pa.Array, words: ts.Pieces, word_len: np.ndarray, r: Rows) -> list:
     stop = r.stop_word_hits(words.values, words.doc, "gopher_quality.stop_words")
     return judge(quality_values(texts, words, word_len, stop), GOPHER_QUALITY_RULES, "gopher_quality", r)
-
-
-@dataclass
-class Lines:
-    """Every line of a batch (split at newlines, blank ones kept), trimmed, and its
-    whitespace tokens: C4 judges these lines, and the document's words are their tokens."""
-
-    lines: ts.Pieces  # the lines as split, document index and offsets
-    line: pa.Array  # each line without surrounding white space
-    tokens: ts.Pieces  # whitespace tokens of each trimmed line (``doc`` = line index)
-
-    @classmethod
-    def of(cls, texts: pa.Array) -> "Lines":
-        lines = ts.split_pattern(texts, "\n", drop_blank=False)
-        line = pc.utf8_trim_whitespace(lines.values)
-        return cls(lines, line, ts.split_whitespace(line))
-
-    def words(self) -> tuple[ts.Pieces, np.ndarray]:
-        """(the documents' words, words per line): ``ts.words_of`` of the texts, the same
-        words in the same order (splitting at newlines first splits at no other place)."""
-        stripped = pc.utf8_trim(self.tokens.values, ts.PUNCT)
-        is_word = np.asarray(pc.greater(pc.utf8_length(stripped), 0))
-        n_docs = self.lines.n_docs
-        doc = self.lines.doc[self.tokens.doc[is_word]]
-        offsets = np.zeros(n_docs + 1, dtype=np.int64)
-        np.cumsum(np.bincount(doc, minlength=n_docs), out=offsets[1:])
-        per_line = np.bincount(self.tokens.doc[is_word], minlength=len(self.line))
-        return ts.Pieces(stripped.filter(pa.array(is_word)), doc, offsets, n_docs), per_line
-
-
-def c4_rules(texts: pa.Array, r: Rows, split: Lines) -> tuple[list, pa.Array, np.ndarray, np.ndarray]:
-    """Return (document rules, texts with C4's bad lines removed, lines removed per doc,
-    mask of the lines removed). Rows whose language has ``c4.enabled`` false lose no line
-    and fail no C4 rule (FineWeb-2 applies no C4 rule)."""
-    k = "c4."
-    on = r[k + "enabled"].astype(bool)
-    lower = pc.utf8_lower(texts)
-    lines, line, tokens = split.lines, split.line, split.tokens
-
-    def per_line(key: str) -> np.ndarray:
-        return r[k + key][lines.doc]
-
-    line_lower = pc.utf8_lower(line)
-    drop = np.zeros(len(line), dtype=bool)
-    if r.any(k + "filter_no_terminal_punct"):
-        no_end = ~_b(pc.match_substring_regex(line, TERMINAL_RE)) | _b(pc.ends_with(line, "..."))
-        drop |= no_end & per_line("filter_no_terminal_punct").astype(bool)
-    drop |= tokens.counts < per_line("min_words_per_line")
-    if len(tokens.values):
-        max_len = per_line("max_word_length")
-        long_word = tokens.lengths() > max_len[tokens.doc]
-        drop |= (np.bincount(tokens.doc[long_word], minlength=len(line)) > 0) & (max_len > 0)
-    if r.any(k + "filter_javascript"):
-        drop |= _b(pc.match_substring(line_lower, "javascript")) & per_line("filter_javascript").astype(bool)
-    if r.any(k + "filter_policy"):
-        drop |= _b(pc.match_substring_regex(line_lower, "|".join(C4_POLICY))) & per_line("filter_policy").astype(bool)
-    # blank lines are paragraph breaks, not lines C4 judges: keep them, then collapse the
-    # runs that removed lines leave behind
-    blank = np.asarray(pc.equal(pc.utf8_length(line), 0))
-    drop &= ~blank & on[lines.doc]
-    new_text = c4_text(lines, line, drop)
-    sentences = np.asarray(pc.count_substring_regex(new_text, SENTENCE_RE))
-    rules = [
-        ("c4/lorem_ipsum", _b(pc.match_substring(lower, "lorem ipsum")) & r[k + "filter_lorem_ipsum"].astype(bool) & on),
-        ("c4/curly_bracket", _b(pc.match_substring(texts, "{")) & r[k + "filter_curly_bracket"].astype(bool) & on),
-        ("c4/too_few_sentences", (sentences < r[k + "min_sentences"]) & on),
-    ]
-    return rules, new_text, lines.per_doc(drop).astype(np.int32), drop
-
-
-def c4_text(lines: ts.Pieces, line: pa.Array, drop: np.ndarray) -> pa.Array:
-    """The documents without the ``drop``-ped lines (``line``: the trimmed ``lines``)."""
-    kept = ts.Pieces(line, lines.doc, lines.offsets, lines.n_docs).select(~drop)
-    return pc.utf8_trim_whitespace(pc.replace_substring_regex(kept.rejoin("\n"), r"\n{3,}", "\n\n"))
-
-
-def fineweb_values(texts: pa.Array, n_words: np.ndarray, short_line_length) -> dict:
-    """FineWeb's statistics of every document (Penedo et al. 2024; datatrove's FineWebQualityFilter)."""
-    lines = ts.split_pattern(texts, "\n")
-    ends = _b(pc.match_substring_regex(lines.values, FINEWEB_STOP_RE))
-    short = lines.lengths() <= np.broadcast_to(short_line_length, (lines.n_docs,))[lines.doc]
-    _, dup_chars = ts.duplicate_stats(lines)
-    chars_no_nl = np.asarray(pc.utf8_length(texts), dtype=np.float64) - np.asarray(pc.count_substring(texts, "\n"))
-    # runs of newlines count once: paragraph breaks are not list items
-    newlines = np.asarray(pc.count_substring_regex(texts, r"\n+"), dtype=np.float64)
-    return {"n_lines": lines.counts, "line_punct_ratio": ts.ratio(lines.per_doc(ends), lines.counts),
-            "short_line_ratio": ts.ratio(lines.per_doc(short), lines.counts),
-            "char_dup_ratio": ts.ratio(dup_chars, chars_no_nl), "list_ratio": ts.ratio(newlines, n_words, empty=np.inf)}
 
 
 def fineweb_rules(texts: pa.Array, n_words: np.ndarray, r: Rows) -> list:
@@ -350,6 +206,7 @@ class Heuristics(Stage):
     name = "heuristics"
     Config = HeuristicsConfig
     columns = {"c4_lines_removed": pa.int32()}
+    uses_words = True  # words by language (datacurate.text.words): segmenters checked at plan time
 
     @classmethod
     def rewrites_text(cls, config) -> bool:
@@ -358,36 +215,7 @@ class Heuristics(Stage):
     @classmethod
     def details(cls, config: HeuristicsConfig) -> list[str]:
         """The per-language table: each lid.176 language, the FineWeb-2 config it takes, its thresholds."""
-        from datacurate.text.langrules import fineweb2
-
-        table, lid = config.table(), fineweb2()["lid176"]
-        cols = [("words", "gopher_quality.min_mean_word_length"), ("", "gopher_quality.max_mean_word_length"),
-                ("alpha", "gopher_quality.min_alpha_words_ratio"), ("dup_line", "gopher_repetition.max_dup_line_frac"),
-                ("punct", "fineweb.min_line_punct_ratio"), ("list", "fineweb.max_list_ratio"),
-                ("char_dup", "fineweb.max_dup_line_char_ratio"), ("langid", "langid.min_score")]
-        out = ["# per-language thresholds (language_rules: fineweb2): a row's `lang` (lid.176 code, with",
-               "# `lang_script` where a language has several) picks its row; FineWeb-2's configs",
-               "# (github.com/huggingface/fineweb-2, Apache-2.0) bring no short-line rule, no C4 rule, no",
-               "# paragraph / line-character repetition rules and char_dup 0.1; en and languages without a",
-               "# config take the keys above (a language seen in no table: one warning). Columns: mean word",
-               "# length min-max, min alpha-word share, max duplicate-line share, min punctuated-line share,",
-               "# max newlines per word, max duplicate-line characters, langid min score (FineWeb-2's, GlotLID",
-               "# scale), stop words (count).",
-               f"{'lang':<9}{'config':<10}{'words':>7}{'alpha':>7}{'dup_line':>9}{'punct':>7}{'list':>7}"
-               f"{'char_dup':>9}{'langid':>7}{'stops':>6}"]
-        keys = [code if i == 0 else f"{code}_{script}" for code, by in sorted(lid.items())
-                for i, script in enumerate(by or {"": ""})]
-        for key in keys:
-            base, _, script = key.partition("_")
-            rules, _ = table.resolve(base, script or None)
-            by = lid.get(base) or {}
-            src = by.get(script) or next(iter(by.values()), "default")
-            v = [rules.get(k) for _, k in cols]
-            fmt = [f"{v[0]:g}-{v[1]:g}"] + ["off" if x == float("inf") else ("" if x is None else f"{x:g}")
-                                            for x in v[2:]]
-            out.append(f"{key:<9}{src:<10}{fmt[0]:>7}{fmt[1]:>7}{fmt[2]:>9}{fmt[3]:>7}{fmt[4]:>7}{fmt[5]:>9}"
-                       f"{fmt[6]:>7}{len(rules.get('gopher_quality.stop_words') or []):>6}")
-        return out
+        return describe(config.table())
 
     def __init__(self, config: HeuristicsConfig | None = None, **params):
         super().__init__(config, **params)

@@ -90,6 +90,7 @@ def pareto_draws(keys: list, seed: int, alpha: float) -> np.ndarray:
 class Quality(Stage):
     name = "quality"
     Config = QualityConfig
+    uses_words = True
     columns = {"quality_score": pa.float32()}
     scores = {"quality_score": Score("quality: P(hq)", "min_score", applies=lambda c: c.mode == "threshold")}
 

@@ -148,6 +148,7 @@ class WordList:
 class Toxicity(Stage):
     name = "toxicity"
     Config = ToxicityConfig
+    uses_words = True
     columns = {"toxicity_score": pa.float32(), "toxicity_wordlist_hits": pa.int32()}
     scores = {"toxicity_score": Score("toxicity: document score", "classifier.max_score", "above",
                                       applies=lambda c: c.classifier.enabled)}

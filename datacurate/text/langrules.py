@@ -26,8 +26,9 @@ from __future__ import annotations
 
 import functools
 import json
+import unicodedata
 from pathlib import Path
-from typing import Iterable, Optional
+from typing import Optional
 
 import numpy as np
 import pyarrow as pa
@@ -174,6 +175,32 @@ class RuleTable:
         return Rows(resolved, np.asarray(enc.indices, dtype=np.int64), unknown)
 
 
+def _edge(c: str) -> bool:
+    return unicodedata.category(c)[0] in "PZ"
+
+
+@functools.lru_cache(maxsize=512)
+def _stop_list(words: tuple) -> tuple:
+    out = set()
+    for w in words:
+        w = str(w).lower()
+        i, j = 0, len(w)
+        while i < j and _edge(w[i]):
+            i += 1
+        while j > i and _edge(w[j - 1]):
+            j -= 1
+        if i < j:
+            out.add(w[i:j])
+    return tuple(sorted(out))
+
+
+def stop_list(words) -> tuple:
+    """Stop words as words are compared: lower-cased, punctuation and spaces stripped from the
+    ends as :mod:`datacurate.text.words` strips them (FineWeb-2's Tibetan stop words end with the
+    tsheg ``་``, which is a separator of our words; ``།`` alone is no word)."""
+    return _stop_list(tuple(words))
+
+
 class Rows:
     """Thresholds gathered per row: ``rows[key]`` is a (n,) array (``rows.idx``: each row's rule set)."""
 
@@ -192,7 +219,7 @@ class Rows:
         enc = pc.dictionary_encode(pc.utf8_lower(words))
         if isinstance(enc, pa.ChunkedArray):
             enc = enc.combine_chunks()
-        lists = [tuple(sorted({str(w).lower() for w in r.get(key) or []})) for r in self.rules]
+        lists = [stop_list(r.get(key) or []) for r in self.rules]
         distinct = sorted(set(lists))
         table = np.zeros((len(distinct), len(enc.dictionary)), dtype=bool)  # (lists, distinct words)
         for i, stop in enumerate(distinct):
@@ -204,5 +231,33 @@ class Rows:
         return any(bool(r.get(key)) for r in self.rules)
 
 
-def languages_in(table: dict) -> Iterable[str]:
-    return sorted(table["lid176"])
+def describe(table: RuleTable) -> list[str]:
+    """The table as text (``datacurate stages heuristics``): each lid.176 language (and each of
+    its other scripts), the FineWeb-2 config it takes, its main thresholds."""
+    lid = fineweb2()["lid176"]
+    cols = ["gopher_quality.min_mean_word_length", "gopher_quality.max_mean_word_length",
+            "gopher_quality.min_alpha_words_ratio", "gopher_repetition.max_dup_line_frac",
+            "fineweb.min_line_punct_ratio", "fineweb.max_list_ratio", "fineweb.max_dup_line_char_ratio",
+            "langid.min_score"]
+    out = ["# per-language thresholds (language_rules: fineweb2): a row's `lang` (lid.176 code, with",
+           "# `lang_script` where a language has several) picks its row; FineWeb-2's configs",
+           "# (github.com/huggingface/fineweb-2, Apache-2.0) bring no short-line rule, no C4 rule, no",
+           "# paragraph / line-character repetition rules and char_dup 0.1; en and languages without a",
+           "# config take the keys above (a language seen in no table: one warning). Columns: mean word",
+           "# length min-max, min alpha-word share, max duplicate-line share, min punctuated-line share,",
+           "# max newlines per word, max duplicate-line characters, langid min score (FineWeb-2's, GlotLID",
+           "# scale), stop words (count).",
+           f"{'lang':<9}{'config':<10}{'words':>7}{'alpha':>7}{'dup_line':>9}{'punct':>7}{'list':>7}"
+           f"{'char_dup':>9}{'langid':>7}{'stops':>6}"]
+    keys = [code if i == 0 else f"{code}_{script}" for code, by in sorted(lid.items())
+            for i, script in enumerate(by or {"": ""})]
+    for key in keys:
+        base, _, script = key.partition("_")
+        rules, _ = table.resolve(base, script or None)
+        by = lid.get(base) or {}
+        src = by.get(script) or next(iter(by.values()), "default")
+        v = [rules.get(k) for k in cols]
+        fmt = [f"{v[0]:g}-{v[1]:g}"] + ["off" if x == OFF else ("" if x is None else f"{x:g}") for x in v[2:]]
+        out.append(f"{key:<9}{src:<10}{fmt[0]:>7}{fmt[1]:>7}{fmt[2]:>9}{fmt[3]:>7}{fmt[4]:>7}{fmt[5]:>9}"
+                   f"{fmt[6]:>7}{len(rules.get('gopher_quality.stop_words') or []):>6}")
+    return out

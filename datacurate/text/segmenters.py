@@ -92,7 +92,7 @@ SEGMENTERS = {
 # segmenter agrees with datatrove's (the words FineWeb-2 fitted its per-language thresholds
 # on: word-span F1 1.0 for rjieba, SudachiPy mode A, PyThaiNLP, LaoNLP), that one, the fastest
 # such; Khmer, Burmese and Tibetan get ICU (khmer-nltk agrees with datatrove but runs at
-# 87k chars/s and pulls scikit-learn: an option; datatrove's Burmese pyidaungsu replaces the
+# 88k chars/s and pulls scikit-learn: an option; datatrove's Burmese pyidaungsu replaces the
 # fastText module; botok downloads its dictionary on first use, which fails offline).
 # ICU cuts Tibetan into syllables at the tsheg.
 DEFAULT = {

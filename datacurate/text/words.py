@@ -66,6 +66,9 @@ _LANG_SCRIPT = {"zh": "cj", "yue": "cj", "wuu": "cj", "gan": "cj", "ja": "cj", "
                 "bo": "tibetan", "dz": "tibetan", "my": "myanmar", "km": "khmer"}
 
 
+UNSPACED_LANGS = frozenset(_LANG_SCRIPT)  # lid.176's languages whose words need a segmenter
+
+
 def base_lang(lang) -> str | None:
     """lid.176's code of ``lang``: ``zh``, ``zh_Hant``, ``zh-Hans``, ``__label__zh`` -> ``zh``."""
     if lang is None or not isinstance(lang, str) or not lang:

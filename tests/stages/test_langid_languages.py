@@ -95,3 +95,15 @@ def test_scripts_of_real_messages_in_nine_scripts():
     # by letters alone, two help texts full of Latin command names count as Latin
     alone = scripts_of(table.column("text")).to_pylist()
     assert sum(a != w for a, w in zip(alone, want)) == 2
+
+
+def test_glotlid_labels_map_onto_the_codes_the_rules_know():
+    from datacurate.stages.langid import label_map
+    from datacurate.text.langrules import fineweb2
+
+    assert label_map(["hin_Latn", "hin_Deva", "cmn_Hani", "aai_Latn", "en", "zh"]) == {
+        "hin_Latn": ("hi", "Latn"), "hin_Deva": ("hi", "Deva"), "cmn_Hani": ("zh", "Hani"),
+        "aai_Latn": ("aai", "Latn"), "en": ("en", None), "zh": ("zh", None)}
+    rows = Heuristics().table.rows(pa.array(["hi", "hi"]), pa.array(["Latn", "Deva"]), 2)
+    want = [fineweb2()["configs"][k]["new_line_ratio"] for k in ("hin_Latn", "hin_Deva")]
+    assert list(rows["fineweb.max_list_ratio"]) == want

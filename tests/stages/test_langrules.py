@@ -121,3 +121,14 @@ def test_stages_heuristics_prints_the_per_language_table(capsys):
     assert len([k for k in rows if "_" not in k]) == 176  # every lid.176 language
     assert rows["fr"][:3] == ["fr", "fra_Latn", "2-11"] and rows["en"][1] == "default"
     assert rows["sr_Latn"][1] == "srp_Latn" and rows["zh"][1] == "cmn_Hani"
+
+
+def test_stop_words_are_compared_as_words_are():
+    """FineWeb-2's Tibetan stop words end with the tsheg, which our words lose (a separator)."""
+    from datacurate.text.langrules import stop_list
+
+    bo = fineweb2()["configs"]["bod_Tibt"]["stopwords"]
+    assert "དང་" in bo and "དང" in stop_list(bo) and "།" not in stop_list(bo)
+    words = pa.array(["དང", "ལ", "ཀ", "The"])
+    r = HeuristicsConfig().table().rows(pa.array(["bo", "en"]), None, 2)
+    assert list(r.stop_word_hits(words, np.array([0, 0, 0, 1]))) == [True, True, False, True]
