@@ -49,10 +49,7 @@ KNOWN = {
     ("ne_Deva", "good"): "lid.176 scores the Nepali prose 0.83-0.85, under FineWeb-2's cut-off 0.896 (fitted on "
                          "GlotLID's scores); `datacurate calibrate` fits lid.176's",
     ("ne_Deva", "repeated"): "as ne good: langid/low_score first",
-    ("bo_Tibt", "good"): "FineWeb-2's Tibetan stop words keep the tsheg (དང་ ལ་) and count the shad (།) as a word; "
-                         "our Tibetan words match none",
-    ("bo_Tibt", "repeated"): "as bo good: gopher/stop_words first",
-    ("bo_Tibt", "salad"): "rejected, as gopher/too_few_words: the salad's syllable runs make few words",
+    ("bo_Tibt", "salad"): "rejected, but as gopher/too_few_words: its runs of syllables make few words",
 }
 
 
