@@ -16,6 +16,12 @@ counted. A document with no token in any bucket is rejected (``decompose/too_sho
 (each ends with EOS) and cut into ``seq_len`` sequences; the last partial sequence of
 each (work part, domain) is dropped and counted. Sequences span documents.
 
+Domains are the values of ``domain_column`` (``domain``; ``lang`` mixes languages). The
+mixture's weights come from ``mixture`` / ``mixture_file`` (DoReMi's output), or from
+temperature sampling, ``alpha`` (:mod:`datacurate.core.temperature`; XLM-R and mT5: 0.3).
+``weight_column`` (``upsampling_weight``: near_dedup's FineWeb-2 rehydration) multiplies each
+document's rate, and the mixture counts its tokens that many times.
+
 Phases (the engine runs 1 and 3 once per work part on Ray, 2 and 4 on the driver):
 1. :func:`count_part` — tokens per (domain, bucket) from ``n_tokens``; too-short rejects.
 2. :func:`datacurate.stages.mixture.plan` — per-domain sampling rates from the weights.
