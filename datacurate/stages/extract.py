@@ -205,7 +205,7 @@ class Extract(Stage):
             return ""
         types = sorted(m["content_types"].items(), key=lambda kv: -kv[1])
         rejected = (view.stats.get("rejected") or {}).items()
-        rows = [["pages extracted", m.get("extracted", 0)], ["WET text passed through", m.get("passed_through", 0)],
+        rows = [["pages extracted", m.get("extracted", 0)], ["text passed through (WET, records: text)", m.get("passed_through", 0)],
                 ["HTML bytes in", m.get("html_bytes_in", 0)], ["text characters out", m.get("text_chars_out", 0)],
                 ["characters out per HTML byte", round(m.get("text_chars_out", 0) / max(m.get("html_bytes_in", 0), 1), 4)],
                 ["extraction workers restarted", m.get("worker_restarts", 0)]]
