@@ -41,7 +41,7 @@ SOURCE = Path(__file__).resolve().parent / "udhr.jsonl.gz"
 VARIANTS = ("good", "repeated", "menu", "snippet", "salad", "wrong_lang")
 # scripts that do not put spaces between words: "words" for menus and salad are character spans
 UNSPACED = {"Hans", "Hant", "Jpan", "Thai", "Laoo", "Khmr", "Mymr", "Tibt"}
-_SENTENCE_END = re.compile(r"(?<=[.!?。！？।॥۔؟።።༎။])\s*")
+_SENTENCE_END = re.compile(r"(?<=[.!?。！？।॥۔؟።༎။])\s*")
 
 
 def languages() -> list[dict]:
