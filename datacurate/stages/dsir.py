@@ -48,6 +48,7 @@ from datacurate.formats import storage
 from datacurate.core.coerce import opt
 from datacurate.core.schema import DOMAIN, LANG, ORD, REJECT_REASON, TEXT
 from datacurate.text import wordpunct as wp
+from datacurate.text import words as wordseg
 from datacurate.stages.base import GlobalStage, Score
 from datacurate.phases import cutoff
 from datacurate.text.topk import gumbel, selected, uniform
@@ -124,17 +125,24 @@ def units_of(table: pa.Table, chunk_words: Optional[int]) -> Units:
     marked = pc.replace_substring_regex(texts, r"(?:\S+\s+){%d}" % chunk_words, "\\0" + _SEP)
     has_sep = np.asarray(pc.match_substring(texts, _SEP))
     lists = pc.split_pattern(marked, _SEP)
-    if has_sep.any():  # the marker already occurs in these texts: split them in Python
+    unspaced = wordseg.unspaced_rows(texts)  # Chinese, Thai ...: chunk_words counts their words
+    if has_sep.any() or unspaced.any():  # split these texts in Python
         import re
 
         rx = re.compile(r"(?:\S+\s+){%d}" % chunk_words)
         py = lists.to_pylist()
-        for i in np.flatnonzero(has_sep):
+        for i in np.flatnonzero(has_sep & ~unspaced):  # the marker already occurs in these texts
             s, pieces, pos = texts[i].as_py(), [], 0
             for m in rx.finditer(s):
                 pieces.append(s[pos:m.end()])
                 pos = m.end()
             py[i] = pieces + [s[pos:]]
+        rows = np.flatnonzero(unspaced)
+        if len(rows):
+            sub = texts.take(pa.array(rows))
+            cut = wordseg.spaced(sub, None if langs is None else langs.take(pa.array(rows)))
+            for i, s, sp in zip(rows, sub.to_pylist(), cut.to_pylist()):
+                py[i] = wordseg.chunks(s, sp, chunk_words)
         lists = pa.array(py, pa.large_list(pa.large_string()))
     offsets = np.asarray(lists.offsets, dtype=np.int64)
     offsets = offsets - offsets[0]  # (a zero-copy view of Arrow's offsets is read-only)
