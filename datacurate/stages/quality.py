@@ -55,7 +55,8 @@ class QualityConfig:
     model: Optional[str] = opt(None, "fastText model; null = classifiers/quality.ftz")
     label: str = opt("hq", "the model label whose probability is quality_score")
     mode: Literal["threshold", "pareto"] = opt("threshold", "pareto: GPT-3's noisy sampling")
-    min_score: float = opt(0.5, "threshold mode: reject below this score")
+    min_score: float = opt(0.1, "threshold mode: reject below this score (classifiers/quality.json decision_threshold: "
+                           "keeps 90 % of news articles never trained on, 10 % of their pages' boilerplate)")
     pareto_alpha: float = opt(9.0, "pareto mode: keep if pareto(alpha) draw > 1 - score (GPT-3: 9)")
     seed: int = opt(0, "pareto mode: draws are a hash of (seed, document id)")
     languages: Optional[list[str]] = opt(["en"], "score rows with these lang values; null = all")
