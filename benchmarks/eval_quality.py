@@ -106,6 +106,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--pages", default=None, help="a clone of scrapinghub/article-extraction-benchmark (181 pages)")
     ap.add_argument("--previous", default=PREVIOUS, help="git commit holding the previous classifiers/quality.ftz")
+    ap.add_argument("--work", default=None, help="the quality recipe's --work folder: also score both models on "
+                    "its held-out split (the previous model trained on some of those Brown / man pages)")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "quality.json"))
     args = ap.parse_args()
     t0 = time.process_time()
@@ -116,6 +118,16 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         old = previous_model(args.previous, Path(tmp))
         res["previous"] = {"commit": args.previous, "sha256": load_card(old)["sha256"], **score_sets(old, 0.5, sets)}
+        if args.work:
+            import quality as recipe
+            from datacurate.classify import evaluate
+
+            texts, y = recipe.heldout_texts(Path(args.work), 0, 0.2)
+            for which, m in (("shipped", MODEL), ("previous", old)):
+                r = evaluate(str(m), texts, y, "hq", res[which]["threshold"])
+                kinds = recipe.heldout_by_negative_kind(Path(m), Path(args.work), 0, 0.2, res[which]["threshold"])
+                res[which]["recipe_heldout"] = {"roc_auc": r["roc_auc"], "f1": r["f1"], "n": r["n"],
+                                                "roc_auc_by_negative_kind": {k: v["roc_auc"] for k, v in kinds.items()}}
     res["cpu_seconds"] = round(time.process_time() - t0, 1)
     Path(args.out).write_text(json.dumps(res, indent=1) + "\n")
     for which in ("shipped", "previous"):
@@ -123,6 +135,8 @@ def main() -> None:
         print(which, f"threshold {r['threshold']}")
         for name in sets:
             print(f"  {name:16s}", {k: v for k, v in r[name].items() if k.endswith("_kept") or k.startswith("roc")})
+        if "recipe_heldout" in r:
+            print("  recipe held-out", r["recipe_heldout"])
 
 
 if __name__ == "__main__":
