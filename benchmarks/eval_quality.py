@@ -16,6 +16,11 @@ for the previous one, whose stage default it was):
   raw HTML: the text the ``quality`` stage really scores in a web pipeline.
 * ``iana_homepage``: IANA's homepage as captured in ``tests/data/warc`` (warcio's test WARC),
   extracted by the same stage.
+* ``--trafilatura-tests DIR`` (a clone's ``tests/``; Apache-2.0, real pages of many kinds):
+  its evaluation pages whose extracted text langid calls English (0.65, as the pipelines),
+  grouped by URL: ``homepage`` (path ``/`` or empty), ``about`` (``about`` / ``team`` /
+  ``contact`` / ``impressum`` in the path), ``other`` (articles, blog posts, product and
+  forum pages). Kept share only: these pages carry no article / boilerplate labels.
 
 Not covered: researchers' homepages and Common Crawl's about page were not available offline.
 The articles are never training examples of either model.
@@ -87,6 +92,31 @@ def page_sets(pages_dir: str | None) -> dict[str, dict[str, list[str]]]:
     return out
 
 
+def trafilatura_sets(tests: str) -> dict[str, dict[str, list[str]]]:
+    import re
+    from urllib.parse import urlsplit
+
+    import pyarrow as pa
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from eval_extract import load_trafilatura_eval
+    from datacurate.stages.langid import LangId
+
+    pages = load_trafilatura_eval(Path(tests))
+    urls = sorted(pages)
+    texts = [extracted(pages[u][0]) for u in urls]
+    lang = LangId()(pa.table({"text": pa.array(texts, pa.string())}))
+    en = [(u, t) for u, t, la, sc in zip(urls, texts, lang.column("lang").to_pylist(), lang.column("lang_score").to_pylist())
+          if la == "en" and (sc or 0) >= 0.65 and t.strip()]
+    out: dict[str, dict[str, list[str]]] = {}
+    for u, t in en:
+        path = urlsplit(u).path.strip("/")
+        kind = ("homepage" if not path or re.fullmatch(r"(index\.\w+|en|home)", path) else
+                "about" if re.search(r"about|team|contact|impressum|who-we-are", path, re.I) else "other")
+        out.setdefault(f"trafilatura {kind}", {"extracted": []})["extracted"].append(t)
+    return out
+
+
 def score_sets(model: Path, threshold: float, sets: dict) -> dict:
     scorer = FastTextScorer(model, "hq", 2_000)
     res = {"threshold": threshold}
@@ -106,12 +136,15 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--pages", default=None, help="a clone of scrapinghub/article-extraction-benchmark (181 pages)")
     ap.add_argument("--previous", default=PREVIOUS, help="git commit holding the previous classifiers/quality.ftz")
+    ap.add_argument("--trafilatura-tests", default=None, help="a clone's tests/ (adbar/trafilatura)")
     ap.add_argument("--work", default=None, help="the quality recipe's --work folder: also score both models on "
                     "its held-out split (the previous model trained on some of those Brown / man pages)")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "quality.json"))
     args = ap.parse_args()
     t0 = time.process_time()
     sets = page_sets(args.pages)
+    if args.trafilatura_tests:
+        sets.update(trafilatura_sets(args.trafilatura_tests))
     card = load_card(MODEL)
     res = {"how": __doc__.split("\n\n")[0], "machine": "shared 2-core machine",
            "shipped": {"sha256": card["sha256"], **score_sets(MODEL, card["decision_threshold"]["threshold"], sets)}}
