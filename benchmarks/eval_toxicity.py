@@ -28,6 +28,7 @@ its number of explicit-offence sentences (>= 1, >= 2, >= 3), and windows with no
 informal text. ``dense``: the explicit sentences alone, 10 to a document.
 
 No medical pages could be obtained offline licence-clear; that gap stays in the results.
+alt-profanity-check's wheel (1.9.1) ships only its model and vectorizer, no text to test on.
 """
 
 from __future__ import annotations
