@@ -75,7 +75,7 @@ def test_handmade_spam_and_boilerplate(stage):
 def _real_pages():
     import sys
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "classifiers" / "recipes"))
+    sys.path.append(str(Path(__file__).resolve().parents[2] / "classifiers" / "recipes"))
     import web_sources
 
     return web_sources.article_pages()
