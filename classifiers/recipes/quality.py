@@ -168,9 +168,7 @@ def build(work: Path, seed: int) -> dict:
     kinds: dict[str, int] = {}
     n_src: dict[str, int] = {}
     docs, versions = web_sources.debian_docs()
-    pages = [(g, paras, []) for name in ("brown", "man", "licence")
-             for g, paras in {"brown": sources.brown, "man": sources.man_pages, "licence": sources.licences}[name]()]
-    pages += docs
+    pages = [(g, paras, []) for g, paras in sources.brown() + sources.man_pages() + sources.licences()] + docs
     seen: set[str] = set()
     n_boiler: dict[str, int] = {}
     for group, paras, boiler in pages:

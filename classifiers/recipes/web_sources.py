@@ -25,7 +25,6 @@ tables of contents, footers, cookie and sign-up notices, related-story headlines
 
 from __future__ import annotations
 
-import glob
 import gzip
 import hashlib
 import json
@@ -134,7 +133,3 @@ def all_article_dirs(extra: str | None) -> list[Path]:
     """The shipped 46 pages, plus a clone of the whole benchmark when given (181 pages; the
     shipped ones are skipped there by id)."""
     return [ARTICLE_DIR] + ([Path(extra)] if extra else [])
-
-
-def html_files(pattern: str) -> list[Path]:
-    return [Path(p) for p in sorted(glob.glob(pattern, recursive=True))]
