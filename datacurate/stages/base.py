@@ -53,6 +53,7 @@ class Stage:
     requires: ClassVar[tuple[str, ...]] = ()  # stages that must run earlier in the pipeline
     is_global: ClassVar[bool] = False
     makes_tokens: ClassVar[bool] = False  # adds the token ids later stages (shards, exports) read
+    uses_words: ClassVar[bool] = False  # cuts text into words (datacurate.text.words): its segmenters are checked at plan time
     writes_shards: ClassVar[bool] = False  # writes a shard set (a train: section reads it by default)
     output_key: ClassVar[Optional[str]] = None  # the config key naming a directory the stage writes (s3:// checked)
     default_outputs: ClassVar[tuple[str, ...]] = ()  # files / directories under OUT it owns, replaced by each run
@@ -82,6 +83,11 @@ class Stage:
         :class:`datacurate.report.sections.View` (stats.json entry, resolved config, data
         scan, drawing functions)."""
         return ""
+
+    @classmethod
+    def details(cls, config: Any) -> list[str]:
+        """More lines ``datacurate stages NAME`` prints under the keys (a per-language table)."""
+        return []
 
     @classmethod
     def rewrites_text(cls, config: Any) -> bool:

@@ -46,7 +46,7 @@ import pyarrow.compute as pc
 
 from datacurate.formats import storage
 from datacurate.core.coerce import opt
-from datacurate.core.schema import DOMAIN, ORD, REJECT_REASON, TEXT
+from datacurate.core.schema import DOMAIN, LANG, ORD, REJECT_REASON, TEXT
 from datacurate.text import wordpunct as wp
 from datacurate.stages.base import GlobalStage, Score
 from datacurate.text import topk
@@ -109,14 +109,16 @@ class Units:
     parent: np.ndarray  # (U,) row of the batch it comes from
     chunk: np.ndarray  # (U,) chunk index within its document (0 without chunking)
     ords: np.ndarray  # (U,) the parent's input position (_ord)
+    langs: Optional[pa.Array] = None  # (U,) the parent's ``lang`` where the rows carry one (picks the word segmenter)
 
 
 def units_of(table: pa.Table, chunk_words: Optional[int]) -> Units:
     texts = pc.fill_null(table.column(TEXT).combine_chunks(), "").cast(pa.large_string())
     ords = np.asarray(table.column(ORD), dtype=np.int64)
+    langs = table.column(LANG).combine_chunks() if LANG in table.column_names else None
     n = len(texts)
     if not chunk_words or n == 0:
-        return Units(texts, np.arange(n), np.zeros(n, np.int32), ords)
+        return Units(texts, np.arange(n), np.zeros(n, np.int32), ords, langs)
     # after every chunk_words whitespace-separated words (with their trailing space) put a
     # marker and split on it: the pieces concatenate back to the exact text
     marked = pc.replace_substring_regex(texts, r"(?:\S+\s+){%d}" % chunk_words, "\\0" + _SEP)
@@ -143,7 +145,8 @@ def units_of(table: pa.Table, chunk_words: Optional[int]) -> Units:
     # a trailing empty piece (text ending exactly at a chunk boundary) is no unit
     keep = np.asarray(pc.greater(pc.binary_length(pieces), 0)) | (counts[doc] == 1)
     parent = doc[keep]
-    return Units(pieces.filter(pa.array(keep)), parent, index[keep].astype(np.int32), ords[parent])
+    return Units(pieces.filter(pa.array(keep)), parent, index[keep].astype(np.int32), ords[parent],
+                 None if langs is None else langs.take(pa.array(parent)))
 
 
 # ----------------------------------------------------------------------------- fit
@@ -174,7 +177,7 @@ def raw_fit_mask(cfg: DsirConfig, units: Units) -> Optional[np.ndarray]:
 
 
 def featurize(cfg: DsirConfig, units: Units, docs: Optional[np.ndarray] = None) -> wp.Features:
-    return wp.features(units.texts, cfg.num_buckets, cfg.ngrams, docs)
+    return wp.features(units.texts, cfg.num_buckets, cfg.ngrams, docs, units.langs)
 
 
 # ----------------------------------------------------------------------------- resample
@@ -240,6 +243,7 @@ def report(cfg: DsirConfig, target: np.ndarray, raw: np.ndarray, sel: np.ndarray
 class Dsir(GlobalStage):
     name = "dsir"
     Config = DsirConfig
+    uses_words = True
     columns = {"dsir_log_weight": pa.float64(), "dsir_chunks": pa.int32()}
     scores = {"dsir_log_weight": Score(
         "dsir: log importance weight per document", bounds=None, log_y=True,
@@ -326,7 +330,7 @@ CUTOFF_ROWS = 1 << 17
 def _part(path: str, c: DsirConfig) -> tuple[pa.Table, Units]:
 
     names = storage.parquet_file(path).schema_arrow.names
-    table = storage.read_parquet(path, columns=[n for n in (ORD, TEXT, DOMAIN) if n in names])
+    table = storage.read_parquet(path, columns=[n for n in (ORD, TEXT, DOMAIN, LANG) if n in names])
     return table, units_of(table, c.chunk_words)
 
 

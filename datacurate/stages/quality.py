@@ -34,7 +34,7 @@ import xxhash
 
 from datacurate.core.coerce import opt
 from datacurate.models.fasttext_model import FastTextScorer, score_histogram
-from datacurate.core.schema import ID, TEXT
+from datacurate.core.schema import ID, LANG, TEXT
 from datacurate.stages.base import Score, Stage, first_reason
 
 def _classifiers_dir() -> Path:
@@ -91,6 +91,7 @@ def pareto_draws(keys: list, seed: int, alpha: float) -> np.ndarray:
 class Quality(Stage):
     name = "quality"
     Config = QualityConfig
+    uses_words = True
     columns = {"quality_score": pa.float32()}
     scores = {"quality_score": Score("quality: P(hq)", "min_score", applies=lambda c: c.mode == "threshold")}
 
@@ -108,7 +109,8 @@ class Quality(Stage):
         scores = np.full(n, np.nan, dtype=np.float32)
         idx = np.flatnonzero(todo)
         if len(idx):
-            scores[idx] = np.nan_to_num(self.scorer.score(table.column(TEXT).take(pa.array(idx))), nan=0.0)
+            langs = table.column(LANG).take(pa.array(idx)) if LANG in table.column_names else None
+            scores[idx] = np.nan_to_num(self.scorer.score(table.column(TEXT).take(pa.array(idx)), langs), nan=0.0)
         col = pa.array(scores, pa.float32(), mask=~todo)
         if cfg.mode == "threshold":
             return {"quality_score": col}, first_reason(n, [("quality/low_score", todo & (scores < cfg.min_score))])
