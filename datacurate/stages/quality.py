@@ -36,6 +36,7 @@ from datacurate.core.coerce import opt
 from datacurate.models.fasttext_model import FastTextScorer, score_histogram
 from datacurate.core.schema import ID, LANG, TEXT
 from datacurate.stages.base import Score, Stage, first_reason
+from datacurate.stages.classifier_keys import Calibrated
 
 def _classifiers_dir() -> Path:
     """The shipped models: the repository's classifiers/ (source checkout, editable install,
@@ -93,6 +94,7 @@ class Quality(Stage):
     Config = QualityConfig
     uses_words = True
     columns = {"quality_score": pa.float32()}
+    calibrated = Calibrated("quality_score", {"min_score": 0.0})  # top_fraction / buckets: a score_rank stage after
     scores = {"quality_score": Score("quality: P(hq)", "min_score", applies=lambda c: c.mode == "threshold")}
 
     def __init__(self, config: QualityConfig | None = None, **params):

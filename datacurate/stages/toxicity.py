@@ -46,6 +46,7 @@ from datacurate.core.coerce import opt
 from datacurate.models.fasttext_model import FastTextScorer, load_card, score_histogram
 from datacurate.core.schema import LANG, TEXT
 from datacurate.stages.base import Score, Stage, first_reason
+from datacurate.stages.classifier_keys import Calibrated
 from datacurate.text.charclass import RegexClass, double
 from datacurate.stages.quality import CLASSIFIERS, scored_rows
 
@@ -159,6 +160,8 @@ class Toxicity(Stage):
     Config = ToxicityConfig
     uses_words = True
     columns = {"toxicity_score": pa.float32(), "toxicity_wordlist_hits": pa.int32()}
+    # top_fraction / buckets: a score_rank stage after (the top = the least toxic)
+    calibrated = Calibrated("toxicity_score", {"classifier": {"max_score": 1.0}}, lower_is_better=True)
     scores = {"toxicity_score": Score("toxicity: document score", "classifier.max_score", "above",
                                       applies=lambda c: c.classifier.enabled)}
 
