@@ -25,6 +25,7 @@ from datacurate.core.coerce import coerce
 from datacurate.registry import STAGES
 from datacurate.report import profile as pf
 from datacurate.report import svg
+from datacurate.report.languages import language_section
 from datacurate.report.scan import (HERE, KEPT, LATER, SAMPLE_CHARS, Scan, find_training, read_json, read_jsonl,
                                     sample_rejects, shard_counts)
 from datacurate.core.schema import DOMAIN, INPUT_STAGE
@@ -323,6 +324,9 @@ def mix_section(scan: Scan) -> str:
     return svg.section("Language and domain mix, before and after (% of documents)", *parts)
 
 
+SHARD_DOMAINS = 9  # domains drawn apart in the shards' bars; more are one "N more" series
+
+
 def shards_section(shards_dir: str | None, manifest: dict | None) -> str:
     if not manifest:
         return ""
@@ -333,8 +337,15 @@ def shards_section(shards_dir: str | None, manifest: dict | None) -> str:
         for d, v in (manifest.get("per_domain") or {}).items():
             for L, n in (v.get("sequences_in_buckets") or {}).items():
                 counts[int(L)][d] += n * int(L)
-    domains = sorted({d for c in counts.values() for d in c})
-    rows = [(f"{L} tokens", [counts[L][d] for d in domains]) for L in sorted(counts)]
+    total = Counter()
+    for c in counts.values():
+        total.update(c)
+    domains = sorted(d for d, _ in total.most_common(SHARD_DOMAINS))  # many (languages): the largest, the rest summed
+    rows = [(f"{L} tokens", [counts[L][d] for d in domains]
+             + ([sum(n for d, n in counts[L].items() if d not in domains)] if len(total) > len(domains) else []))
+            for L in sorted(counts)]
+    if len(total) > len(domains):
+        domains = domains + [f"{len(total) - len(domains)} more"]
     tot = manifest.get("totals") or {}
     note = (f"<p>{tot.get('sequences_written', 0):,} sequences, {tot.get('tokens_written', 0):,} tokens written; "
             f"{tot.get('tokens_dropped', 0):,} tokens dropped (tails below the smallest bucket); mixture "
@@ -413,7 +424,8 @@ def write_report(out_dir: str, train_dir: str | None = None, path: str | None = 
     stages = stats.get("stages", {})
     samples = sample_rejects(out_dir, {s: st.get("rejected") or {} for s, st in stages.items()})
     models = find_training(out_dir, config, train_dir)
-    sections = [funnel_section(stats, scan, manifest), removed_section(scan, stats), hosts_section(scan),
+    sections = [funnel_section(stats, scan, manifest), removed_section(scan, stats),
+                language_section(scan, stats, manifest), hosts_section(scan),
                 status_section(scan, stats), rejects_section(stats, samples),
                 scores_section(scan, configs, stats), mix_section(scan)]
     sections += [cls.report_section(View(stages.get(cls.name) or {}, configs.get(cls.name), scan))
