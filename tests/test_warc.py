@@ -225,7 +225,15 @@ def test_bad_records_and_files(tmp_path):
 AGREE = ["example.warc.gz", "example.warc", "example.arc", "example.arc.gz", "example-iana.org-chunked.warc",
          "example-resource.warc.gz", "example-wget-bad-target-uri.warc.gz", "example-space-in-url.arc",
          "post-test.warc.gz", "whirlwind.warc.gz", "whirlwind.warc.wet.gz", "example-digest.warc",
-         "example-space-in-target-uri.warc.gz"]
+         "example-space-in-target-uri.warc.gz", "node-warc-books.toscrape.warc", "wail-stringjs.warc",
+         "wget-1.14-IAH-urls.warc.gz", "gowarc-test.warc.gz"]
+# the producers (tests/data/warc/README.md): each file's warcinfo / filedesc names its writer
+PRODUCERS = {"example.warc.gz": "Webrecorder Platform v3.7", "example-iana.org-chunked.warc": "warcprox 1.4",
+             "example-space-in-target-uri.warc.gz": "Perma.cc", "example-wget-bad-target-uri.warc.gz": "Wget/1.19.4",
+             "wget-1.14-IAH-urls.warc.gz": "Wget/1.14", "whirlwind.warc.gz": "Apache Nutch 1.19",
+             "whirlwind.warc.wet.gz": "ia-web-commons", "node-warc-books.toscrape.warc": "node-warc (no warcinfo)",
+             "wail-stringjs.warc": "WAIL/WAIL-Archiver", "gowarc-test.warc.gz": "CorentinB/warc (Go)",
+             "example.arc": "live-web-example (ARC v1)"}
 
 
 @pytest.mark.parametrize("name", AGREE)
@@ -235,14 +243,100 @@ def test_warcio_agrees_record_for_record(name):
     with open(path, "rb") as f:
         for r in ArchiveIterator(f, arc2warc=True):
             body = r.content_stream().read()
-            status = r.http_headers.get_statuscode() if r.http_headers and r.rec_type == "response" else None
+            url = r.rec_headers.get_header("WARC-Target-URI") or ""
+            status = (r.http_headers.get_statuscode() if r.http_headers and r.rec_type == "response"
+                      and url.startswith(("http:", "https:")) else None)
             theirs.append((r.rec_type, r.rec_headers.get_header("WARC-Target-URI"), status and int(status),
-                           body if r.rec_type in warc.DOCUMENTS else None))
+                           body if r.rec_type in warc.DOCUMENTS and (url or "http:").startswith(("http:", "https:"))
+                           else None))
     plan = plan_reads(InputConfig(path=[path]))
-    ours = [(r.warc_type, r.url, r.http_status, r.payload if r.warc_type in warc.DOCUMENTS else None)
+    web = ("http:", "https:")  # warcio parses HTTP only under these schemes
+    ours = [(r.warc_type, r.url, r.http_status if (r.url or "").startswith(web) else None,
+             r.payload if r.warc_type in warc.DOCUMENTS and (r.url or "http:").startswith(web) else None)
             for task in plan for r in warc.records(task) if r.damage is None]
     assert [(t, u, s) for t, u, s, _ in ours] == [(t, u, s) for t, u, s, _ in theirs]
     assert [p for *_, p in ours] == [p for *_, p in theirs]
+
+
+@pytest.mark.parametrize("name", sorted(PRODUCERS))
+def test_every_document_record_is_one_row_by_record_id(name):
+    """Every response / resource / conversion record warcio reads, of a web URL, is exactly one
+    row, matched by WARC-Record-ID (ARC: by offset, warcio makes its ids up); those of another
+    scheme are counted by type and scheme, never rows."""
+    path = DATA / name
+    docs, others = [], {}
+    with open(path, "rb") as f:
+        it = ArchiveIterator(f, arc2warc=True)
+        for r in it:
+            url = r.rec_headers.get_header("WARC-Target-URI") or ""
+            key = r.rec_headers.get_header("WARC-Record-ID") if ".arc" not in name else it.get_record_offset()
+            if r.rec_type in warc.DOCUMENTS and url.lower().startswith(("http:", "https:", "ftp:")):
+                docs.append(key)
+            elif r.rec_type in warc.DOCUMENTS:
+                kind = f"{r.rec_type} ({url.split(':', 1)[0].lower()}:)"
+                others[kind] = others.get(kind, 0) + 1
+    cfg, counters = InputConfig(path=[str(path)]), {}
+    rows = [r for task in plan_reads(cfg) for t in read_task(task.to_dict(), cfg, counters) for r in t.to_pylist()]
+    assert [r["warc_offset" if ".arc" in name else "id"] for r in rows] == docs
+    assert all(r["reject_reason"] is None for r in rows)
+    assert {k: v for k, v in counters["warc_records"].items() if k.split(" ")[0] in warc.DOCUMENTS} == others
+
+
+def test_records_ended_by_a_single_crlf_are_read_once():
+    """node-warc (and WAIL, which writes with it) ends each record with one CRLF, not two: 3
+    request / response pairs are 3 rows and 3 requests, no damage (59 corrupt rows for 30 pairs before)."""
+    raw = (DATA / "node-warc-books.toscrape.warc").read_bytes()
+    assert raw.count(b"\r\nWARC/1.1\r\n") == 5 and b"\r\n\r\n\r\n\r\nWARC/1.1" not in raw
+    table, _, counters = read_all(DATA / "node-warc-books.toscrape.warc")
+    assert table.column("reject_reason").to_pylist() == [None] * 3
+    assert counters["warc_records"] == {"request": 3}
+
+
+def test_targets_of_no_web_scheme_are_counted_not_rows():
+    """Heritrix's ``dns:`` lookups (an ARC of Heritrix 1.x) and a ``chrome-extension://`` file
+    (WAIL): counted by type and scheme in stats.json and the funnel, never document rows."""
+    table, _, counters = read_all(DATA / "heritrix-1-blackbook.arc")
+    assert counters["warc_records"] == {"warcinfo": 1, "response (dns:)": 1}
+    assert table.num_rows == 4 and all(u.startswith("http://www.archive.org/") for u in table.column("url").to_pylist())
+    assert counters["archive_files"] == {"ARC": 1}
+    table, _, counters = read_all(DATA / "wail-stringjs.warc")
+    assert counters["warc_records"]["response (chrome-extension:)"] == 1
+    assert not any(u.startswith("chrome-extension:") for u in table.column("url").to_pylist())
+    from datacurate.report.sections import _records
+
+    assert "response (dns:) (not a document)" in _records(4, {"response (dns:)": 1}, {"ARC": 1})
+
+
+def test_a_wat_file_is_named_and_its_records_counted():
+    cfg = InputConfig(path=[str(DATA / "whirlwind.warc.wat.gz")])
+    plan = plan_reads(cfg)
+    counters: dict = {}
+    assert [t for task in plan for t in read_task(task.to_dict(), cfg, counters)] == []
+    assert counters["archive_files"] == {"WAT": 1}
+    with open(DATA / "whirlwind.warc.wat.gz", "rb") as f:  # as warcio counts them
+        types = [r.rec_type for r in ArchiveIterator(f)]
+    assert counters["warc_records"] == {t: types.count(t) for t in types} == {"warcinfo": 1, "metadata": 1}
+
+
+def _understated(data: bytes) -> bytes:
+    """A WARC whose response record's Content-Length is 100 bytes short of its block."""
+    i = data.index(b"WARC-Type: response")
+    j = data.index(b"Content-Length: ", i) + len(b"Content-Length: ")
+    k = data.index(b"\r\n", j)
+    return data[:j] + str(int(data[j:k]) - 100).encode() + data[k:]
+
+
+def test_an_understated_content_length_is_one_row(tmp_path):
+    import re
+
+    bad = _understated((DATA / "example.warc").read_bytes())
+    starts = [m.start() for m in re.finditer(rb"WARC/1\.0\r\n", bad)] + [len(bad)]
+    (tmp_path / "u.warc").write_bytes(bad)
+    (tmp_path / "u.warc.gz").write_bytes(b"".join(gzip.compress(bad[a:b]) for a, b in zip(starts, starts[1:])))
+    for p in (tmp_path / "u.warc", tmp_path / "u.warc.gz"):
+        table, _, counters = read_all(p)
+        assert table.column("reject_reason").to_pylist() == ["input/corrupt_record"], p
+        assert counters["warc_records"] == {"warcinfo": 2, "request": 2, "revisit": 1}
 
 
 def test_arc_headers_without_a_length_are_rejects():

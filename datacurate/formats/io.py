@@ -75,7 +75,7 @@ def find_inputs(paths: list[str], fmt: str = "auto") -> tuple[list[tuple[str, st
         elif p.is_file():
             if detect_format(str(p), fmt) is None:
                 raise InputError(f"cannot tell the format of {p.resolve()}; name it .jsonl[.gz|.zst], .json, "
-                                 ".parquet or .warc[.gz], or set input.format")
+                                 ".parquet, .warc[.gz] (.arc, .wet, .wat too) or set input.format")
             found[str(p.resolve())] = p.name
         else:
             raise InputError(f"input not found: {spec}")

@@ -1,9 +1,10 @@
-"""WARC, WET and ARC files (``input.format: warc``; by name ``.warc[.gz]``, ``.warc.wet[.gz]``,
-``.wet.gz``, ``.arc[.gz]``), read with FastWARC (ARC, which FastWARC does not read, by a
+"""WARC, WET, WAT and ARC files (``input.format: warc``; by name ``.warc[.gz]``, ``.warc.wet[.gz]``,
+``.wet.gz``, ``.warc.wat[.gz]``, ``.arc[.gz]``), read with FastWARC (ARC, which FastWARC does not read, by a
 small parser here: ARC v1 and v2 headers, by the version the file's ``filedesc`` declares).
 
-Every ``response``, ``resource`` and ``conversion`` (WET) record is one document (but a
-resource record of no web URL, such as wget's own log: :func:`is_document`): ``id`` =
+Every ``response``, ``resource`` and ``conversion`` (WET) record is one document (but one
+whose target is no web URL: Heritrix's ``dns:`` lookups, wget's own log, a browser's
+``chrome-extension://`` files, counted by type and scheme: :func:`is_document`): ``id`` =
 ``WARC-Record-ID``, ``url`` = ``WARC-Target-URI``, ``date`` = ``WARC-Date`` (ARC: the
 ``Archive-date``) in one form, ISO 8601 UTC to the microsecond
 (``2014-02-16T05:02:21.000000Z``, :mod:`datacurate.text.dates`; as written when it is no
@@ -22,7 +23,9 @@ are (``input/not_text``), and a record whose decoding fails for any other reason
 ``input/error``: one page never ends a run. An image, a PDF or another
 binary payload is a document with empty text and its ``content_type``. Other records
 (``request``, ``warcinfo``, ``metadata``, ``revisit``, ``resource (metadata:)``) are
-counted by type in ``stats.json`` (``input_files.warc_records``) and the report's funnel.
+counted by type in ``stats.json`` (``input_files.warc_records``) and the report's funnel,
+and each file by kind (``input_files.archive_files``: WARC, WET, WAT, ARC; a WAT holds
+``metadata`` records only: counted, no rows).
 
 A ``.gz`` file larger than ``input.chunk_bytes`` is cut into read tasks at gzip member
 boundaries (found near each cut and checked to start a WARC record); a task reads whole
@@ -56,7 +59,9 @@ from datacurate.readers.archive.warcfile import warc_records
 __all__ = ["COLUMNS", "DOCUMENTS", "SUFFIXES", "Record", "decode", "is_document", "plan", "read", "records", "sample",
            "target_url"]
 
-SUFFIXES = (".warc", ".warc.gz", ".arc", ".arc.gz", ".warc.wet", ".warc.wet.gz", ".wet.gz", ".wet")
+SUFFIXES = (".warc", ".warc.gz", ".arc", ".arc.gz", ".warc.wet", ".warc.wet.gz", ".wet.gz", ".wet",
+            ".warc.wat", ".warc.wat.gz", ".wat.gz", ".wat")
+KINDS = ((".wat", "WAT"), (".wet", "WET"), (".arc", "ARC"))  # a file's kind by its name (else "WARC")
 
 
 COLUMNS = {"url": pa.string(), "date": pa.string(), "content_type": pa.string(), "http_status": pa.int32(),
@@ -67,6 +72,8 @@ COLUMNS = {"url": pa.string(), "date": pa.string(), "content_type": pa.string(),
 
 def read(task: ReadTask, cfg: InputConfig, counters: dict, tally: Tally) -> Iterator[pa.Table]:
     batcher, extra = Batcher(task, cfg.batch_rows), {k: [] for k in COLUMNS}
+    if task.start == 0:  # the file's first task names its kind: a WAT's records are all counted, none a row
+        count(counters.setdefault("archive_files", {}), file_kind(task.path))
     for rec in records(task, tally):
         if rec.damage is None and not is_document(rec):
             count(counters.setdefault("warc_records", {}), _kind_of(rec))
@@ -84,9 +91,17 @@ def read(task: ReadTask, cfg: InputConfig, counters: dict, tally: Tally) -> Iter
         yield _flush(batcher, extra)
 
 
+def file_kind(path: str) -> str:
+    """"WARC", "WET" (Common Crawl's extracted text), "WAT" (its metadata, JSON in ``metadata``
+    records) or "ARC", by the file's name."""
+    low = path.lower().removesuffix(".gz")
+    return next((kind for suffix, kind in KINDS if low.endswith(suffix)), "WARC")
+
+
 def is_document(rec: Record) -> bool:
-    """A ``response``, ``conversion`` or ``resource`` record, except a resource whose target is
-    no web URL. WARC 1.1 (ISO 28500, 6.6): a resource record holds "a resource, without full
+    """A ``response``, ``conversion`` or ``resource`` record, except one whose target is no web
+    URL (http, https, ftp): Heritrix's ``dns:`` lookups, a browser's ``chrome-extension://``
+    files, a crawler's own ``metadata://`` files are counted by type and scheme, never rows. WARC 1.1 (ISO 28500, 6.6): a resource record holds "a resource, without full
     protocol response information", such as a page captured without its HTTP headers (warcio's
     example-resource.warc.gz: http://example.com/), a document; GNU wget writes its own
     arguments and log as resource records of ``metadata://gnu.org/software/wget/warc/...``,
@@ -94,13 +109,14 @@ def is_document(rec: Record) -> bool:
     (``input/missing_url``): it is accounted, never dropped unseen."""
     if rec.warc_type not in DOCUMENTS:
         return False
-    return rec.warc_type != "resource" or not rec.url or rec.url.lower().startswith(WEB_SCHEMES)
+    return not rec.url or rec.url.lower().startswith(WEB_SCHEMES)
 
 
 def _kind_of(rec: Record) -> str:
-    """A non-document record's key in ``warc_records``: its type (a resource: and its URI scheme)."""
-    if rec.warc_type == "resource" and rec.url:
-        return f"resource ({rec.url.split(':', 1)[0].lower()}:)"
+    """A non-document record's key in ``warc_records``: its type (a response, resource or
+    conversion of another scheme: and that scheme, ``response (dns:)``)."""
+    if rec.warc_type in DOCUMENTS and rec.url:
+        return f"{rec.warc_type} ({rec.url.split(':', 1)[0].lower()}:)"
     return rec.warc_type or "unknown"
 
 

@@ -93,7 +93,7 @@ def funnel_section(stats: dict, scan: Scan, manifest: dict | None) -> str:
     records = (stats.get("input_files") or {}).get("warc_records") or {}
     parts = [f'<p>read {t.get("read", 0):,} = kept {t.get("kept", 0):,} + rejected {t.get("rejected", 0):,} '
              f'({"ok" if t.get("accounted") else "MISMATCH"}); {t.get("wall_seconds", 0):.1f} s wall</p>',
-             _records(t.get("read", 0), records),
+             _records(t.get("read", 0), records, (stats.get("input_files") or {}).get("archive_files") or {}),
              svg.hbars("documents kept and rejected by each stage", docs, ["kept", "rejected"], stacked=True,
                        colors=[svg.KEPT, svg.REJECTED], ends=ends)]
     order = list(stages)
@@ -111,14 +111,18 @@ def funnel_section(stats: dict, scan: Scan, manifest: dict | None) -> str:
     return svg.section("Funnel", *parts)
 
 
-def _records(documents: int, others: dict) -> str:
+def _records(documents: int, others: dict, files: dict) -> str:
     """The input's records by kind: the documents (the funnel's rows) and the WARC records
-    that are no document (requests, warcinfo, metadata, revisits; counted, never rows)."""
+    that are no document (requests, warcinfo, metadata, revisits, and documents of no web
+    scheme such as ``response (dns:)``; counted, never rows), with the archive files by kind
+    (WARC, WET, WAT, ARC)."""
     if not others:
         return ""
     rows = [("documents (response, resource, conversion)", [documents])] + [
         (f"{kind} (not a document)", [n]) for kind, n in sorted(others.items(), key=lambda kv: -kv[1])]
-    return svg.hbars(f"records read: {documents + sum(others.values()):,} (every WARC record, by type)", rows,
+    kinds = ", ".join(f"{n:,} {kind}" for kind, n in sorted(files.items()))
+    return svg.hbars(f"records read: {documents + sum(others.values()):,} (every WARC record, by type"
+                     f"{'; files: ' + kinds if kinds else ''})", rows,
                      ["records"], colors=["#bab0ac"])
 
 

@@ -15,7 +15,7 @@ from datacurate.text.dates import iso_utc
 DOCUMENTS = ("response", "resource", "conversion")
 
 
-WEB_SCHEMES = ("http:", "https:", "ftp:")  # a resource record of another scheme is not a document (is_document)
+WEB_SCHEMES = ("http:", "https:", "ftp:")  # a document record of another scheme is counted, not a row (is_document)
 
 
 GZIP_MAGIC = b"\x1f\x8b\x08"

@@ -52,7 +52,7 @@ def _gz_records(f, task: ReadTask, tally: Tally, at_eof: bool) -> Iterator[Recor
         data, nxt = inflate(f, pos, task.end, MEMBER_IN_MEMORY)
         if nxt is not None:  # a whole member
             n = 0
-            for n, rec in enumerate(_member_records(f, pos, nxt, data), 1):
+            for n, rec in enumerate(_one_row_each(_member_records(f, pos, nxt, data)), 1):
                 yield rec
             if n == 0 and (data is None or data.strip()):
                 yield damaged(pos, ValueError("a gzip member that holds no WARC record"), "input/corrupt_record")
@@ -66,6 +66,20 @@ def _gz_records(f, task: ReadTask, tally: Tally, at_eof: bool) -> Iterator[Recor
         lost = lost_members(f, pos, nxt)
         yield from damaged_member(_member_records(f, pos, nxt, data), pos, reason, lost)
         pos = nxt
+
+
+def _one_row_each(records: Iterator[Record]) -> Iterator[Record]:
+    """The records of a whole gzip member, one row each: bytes after a record that do not parse
+    (its ``Content-Length`` understates its block) make that record a reject, not a row more."""
+    held = None
+    for rec in records:
+        if held is not None and rec.warc_type is None and rec.damage is not None:
+            rec, held = held._replace(damage=rec.damage), None
+        if held is not None:
+            yield held
+        held = rec
+    if held is not None:
+        yield held
 
 
 def _member_records(f, pos: int, end: int, data: bytes | None) -> Iterator[Record]:
@@ -103,9 +117,22 @@ def _plain_records(f, task: ReadTask, tally: Tally, at_eof: bool) -> Iterator[Re
             continue
         rec_end, error = _plain_extent(head, pos)
         if rec_end is not None and rec_end <= task.end:
+            f.seek(rec_end)
+            after = f.read(min(1 << 12, task.end - rec_end))
+            ends = len(after) - len(after.lstrip(b"\r\n"))  # CRLF CRLF (WARC 1.1, 5.1); node-warc writes one CRLF
+            rest = after[ends:]
+            clean = not rest.strip(b"\0\r\n\t ") or rest.startswith(b"WARC/") or b"WARC/".startswith(rest)
             f.seek(pos)
-            yield from _parse(Counted(f, min(rec_end + 4, task.end) - pos), lambda r: pos)
-            pos = rec_end
+            parsed = _parse(Counted(f, min(rec_end + (min(ends, 4) if clean else 4), task.end) - pos), lambda r: pos)
+            if clean:
+                yield from parsed
+                pos = rec_end
+                continue
+            # bytes that are no record after this one: its Content-Length understates its block. One
+            # row, the record as a reject; reading goes on at the next record header
+            nxt = next_header(f, rec_end, task.end)
+            yield from damaged_member(parsed, pos, "input/corrupt_record", [])
+            pos = nxt
             continue
         nxt = next_header(f, pos + 1, task.end)
         cut = at_eof and nxt >= task.end and (rec_end is not None or len(head) == task.end - pos)
