@@ -51,6 +51,11 @@ class Stage:
     # the mix before and after curation, None leaves the counts to the stage's own report section
     counted: ClassVar[dict[str, Optional[tuple[str, str]]]] = {}
     requires: ClassVar[tuple[str, ...]] = ()  # stages that must run earlier in the pipeline
+    # config fields (dotted) naming side inputs, files besides the input that a cluster run copies
+    # into the output's file system (engine/side.py); ``local_side_inputs``: those of them the
+    # stage reads as local paths only (downloaded on each worker), the others it reads on s3:// itself
+    side_inputs: ClassVar[tuple[str, ...]] = ()
+    local_side_inputs: ClassVar[tuple[str, ...]] = ()
     is_global: ClassVar[bool] = False
     makes_tokens: ClassVar[bool] = False  # adds the token ids later stages (shards, exports) read
     writes_shards: ClassVar[bool] = False  # writes a shard set (a train: section reads it by default)

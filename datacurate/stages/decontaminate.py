@@ -386,6 +386,7 @@ def _phase_match(path: str, c: DecontaminateConfig, index_dir: str, out_dir: str
 
 class Decontaminate(GlobalStage):
     name = "decontaminate"
+    side_inputs = ("benchmarks",)  # files, folders or globs; a list or a {name: path} mapping
     Config = DecontaminateConfig
     default_outputs = (REPORT,)
     columns = {RECORD: pa.string(), NGRAMS: pa.int32()}

@@ -330,6 +330,7 @@ def _phase_write(group: pa.Table, cfg: ExactDedupConfig, out_dir: str, compressi
 
 class ExactDedup(GlobalStage):
     name = "exact_dedup"
+    side_inputs = ("load_filter",)  # a saved filter's folder, read by the filter actors on any node
     default_outputs = ("exact_dedup_filter", "exact_dedup_url_filter")
     output_metrics = ("filter_saved_to",)
     Config = ExactDedupConfig

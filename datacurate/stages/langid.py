@@ -49,6 +49,8 @@ class LangIdConfig:
 
 class LangId(Stage):
     name = "langid"
+    side_inputs = ("model",)
+    local_side_inputs = ("model",)
     Config = LangIdConfig
     columns = {"lang": pa.string(), "lang_score": pa.float32()}
     scores = {"lang_score": Score("langid: top-1 language probability", "min_score",

@@ -89,6 +89,8 @@ def pareto_draws(keys: list, seed: int, alpha: float) -> np.ndarray:
 
 class Quality(Stage):
     name = "quality"
+    side_inputs = ("model",)
+    local_side_inputs = ("model",)
     Config = QualityConfig
     columns = {"quality_score": pa.float32()}
     scores = {"quality_score": Score("quality: P(hq)", "min_score", applies=lambda c: c.mode == "threshold")}

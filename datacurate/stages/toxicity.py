@@ -147,6 +147,8 @@ class WordList:
 
 class Toxicity(Stage):
     name = "toxicity"
+    side_inputs = ("classifier.model", "wordlist.lists")
+    local_side_inputs = ("classifier.model", "wordlist.lists")
     Config = ToxicityConfig
     columns = {"toxicity_score": pa.float32(), "toxicity_wordlist_hits": pa.int32()}
     scores = {"toxicity_score": Score("toxicity: document score", "classifier.max_score", "above",
