@@ -447,3 +447,17 @@ def test_dates_are_iso_8601_utc_to_the_microsecond(tmp_path):
             _response(w, f"http://example.org/{i}", _html(str(i)).encode(), "text/html", warc_headers_dict={"WARC-Date": d})
     t, _, _ = read_all(path)
     assert t.column("date").to_pylist() == list(dates.values())
+
+
+def test_two_files_with_the_same_records_give_distinct_row_ids(tmp_path):
+    """A copy of a WARC beside it (the same WARC-Record-IDs): every row its own id, qualified by
+    its file; one file alone keeps the bare WARC-Record-ID."""
+    (tmp_path / "in").mkdir()
+    for name in ("a.warc.gz", "b.warc.gz"):
+        (tmp_path / "in" / name).write_bytes((DATA / "example.warc.gz").read_bytes())
+    table, _, _ = read_all(tmp_path / "in")
+    ids = table.column("id").to_pylist()
+    assert len(ids) == len(set(ids)) == 2
+    single, _, _ = read_all(DATA / "example.warc.gz")
+    (bare,) = single.column("id").to_pylist()
+    assert sorted(ids) == [f"a.warc.gz#{bare}", f"b.warc.gz#{bare}"]

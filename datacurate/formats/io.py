@@ -186,8 +186,10 @@ def plan_reads(cfg: InputConfig, text_key: str = "input.text_field",
         plan.files[source] = {"path": path, "size": size, "total": file_plan.total, "unit": file_plan.unit}
         plan.columns[source] = (fmt, file_columns(sample, cfg, fmt))
     as_json = fields.parquet_json_fields(schemas, cfg) if reserved is not None else []
+    archives = {t.source for t in plan if t.fmt in ("warc", "arc")}
     for i, t in enumerate(plan):
         t.index = i
+        t.qualify_ids = len(archives) > 1 and t.source in archives  # two files may hold the same records
         if reserved is not None:
             t.taken = sorted(bad)
             t.json_fields = as_json if t.fmt == "parquet" else []

@@ -5,7 +5,8 @@ small parser here: ARC v1 and v2 headers, by the version the file's ``filedesc``
 Every ``response``, ``resource`` and ``conversion`` (WET) record is one document (but one
 whose target is no web URL: Heritrix's ``dns:`` lookups, wget's own log, a browser's
 ``chrome-extension://`` files, counted by type and scheme: :func:`is_document`): ``id`` =
-``WARC-Record-ID``, ``url`` = ``WARC-Target-URI``, ``date`` = ``WARC-Date`` (ARC: the
+``WARC-Record-ID`` (``<source>#<id>`` when the run reads several archive files, which may hold
+the same records: each row its own id), ``url`` = ``WARC-Target-URI``, ``date`` = ``WARC-Date`` (ARC: the
 ``Archive-date``) in one form, ISO 8601 UTC to the microsecond
 (``2014-02-16T05:02:21.000000Z``, :mod:`datacurate.text.dates`; as written when it is no
 date), ``content_type`` (the HTTP ``Content-Type``, else ``WARC-Identified-Payload-Type``,
@@ -81,7 +82,7 @@ def read(task: ReadTask, cfg: InputConfig, counters: dict, tally: Tally) -> Iter
         tally.records += 1
         tally.bytes += len(rec.payload)
         text, reason, encoding, n_bad = _row(rec, cfg)
-        batcher.add(rec.record_id or f"{task.source}@{rec.offset}", text, cfg.default_domain, reason)
+        batcher.add(_row_id(rec, task), text, cfg.default_domain, reason)
         for k, v in zip(COLUMNS, (rec.url, rec.date, rec.content_type, rec.http_status, rec.warc_type, rec.offset,
                                   encoding, n_bad)):
             extra[k].append(v)
@@ -89,6 +90,14 @@ def read(task: ReadTask, cfg: InputConfig, counters: dict, tally: Tally) -> Iter
             yield _flush(batcher, extra)
     if batcher.ids:
         yield _flush(batcher, extra)
+
+
+def _row_id(rec: Record, task: ReadTask) -> str:
+    """The record's ``WARC-Record-ID``; with several archive files in the run, qualified by the
+    file (``<source>#<id>``: two files may hold the same records); none (ARC, damage): ``<source>@<offset>``."""
+    if rec.record_id is None:
+        return f"{task.source}@{rec.offset}"
+    return f"{task.source}#{rec.record_id}" if task.qualify_ids else rec.record_id
 
 
 def file_kind(path: str) -> str:

@@ -147,11 +147,12 @@ def first_reason(table_len: int, rules: list[tuple[str, np.ndarray]]) -> pa.Arra
 
 def value_counts(values: pa.Array | pa.ChunkedArray, strip_detail: bool = False) -> dict:
     """{value: count} of the non-null values (for stats.json). ``strip_detail`` counts
-    reasons by rule: ``near_dedup/dup_of:<id>`` -> ``near_dedup/dup_of``."""
+    reasons by rule: ``near_dedup/dup_of:<id>`` -> ``near_dedup/dup_of`` (the detail follows the
+    rule; a stage label may hold a colon too: ``exact_dedup:url/duplicate`` is kept whole)."""
     if len(values) == 0:
         return {}
     if strip_detail:
-        values = pc.replace_substring_regex(values, r":.*$", "")
+        values = pc.replace_substring_regex(values, r"^([^/]*/[^:]*):.*$", r"\1")
     vc = pc.value_counts(values)
     return {v["values"].as_py(): v["counts"].as_py() for v in vc if v["values"].is_valid}
 
