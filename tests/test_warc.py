@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import os
 from pathlib import Path
 
 import pyarrow as pa
@@ -461,3 +462,75 @@ def test_two_files_with_the_same_records_give_distinct_row_ids(tmp_path):
     single, _, _ = read_all(DATA / "example.warc.gz")
     (bare,) = single.column("id").to_pylist()
     assert sorted(ids) == [f"a.warc.gz#{bare}", f"b.warc.gz#{bare}"]
+
+
+def _peak_bytes(fn) -> int:
+    """The most memory Python objects held while ``fn`` ran a second time (the first imports
+    and fills caches; tracemalloc: bytes objects, not FastWARC's or Arrow's own buffers)."""
+    import tracemalloc
+
+    fn()
+    tracemalloc.start()
+    try:
+        fn()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+@pytest.mark.parametrize("encoding", ["gzip", "deflate", "br"])
+def test_a_decompression_bomb_is_inflated_only_to_the_cap(tmp_path, encoding):
+    """32 MB of HTML compressed to a few KB: inflated to 4 x max_doc_chars bytes at most, the
+    record rejected as input/doc_too_large, and the reader never holds the 32 MB."""
+    import zlib
+
+    import brotli
+
+    page = b"<html><body>" + b"<p>All work and no play makes Jack a dull boy.</p>" * 650_000
+    body = {"gzip": gzip.compress(page), "deflate": zlib.compress(page),
+            "br": brotli.compress(page, quality=4)}[encoding]
+    path = tmp_path / "bomb.warc.gz"
+    with open(path, "wb") as f:
+        w = WARCWriter(f, gzip=True)
+        http = StatusAndHeaders("200 OK", [("Content-Type", "text/html"), ("Content-Encoding", encoding),
+                                           ("Content-Length", str(len(body)))], protocol="HTTP/1.1")
+        w.write_record(w.create_warc_record("http://example.org/bomb", "response", payload=io.BytesIO(body),
+                                            http_headers=http))
+        _response(w, "http://example.org/fine", _html("fine").encode(), "text/html")
+    got = {}
+    peak = _peak_bytes(lambda: got.update(rows=read_all(path, max_doc_chars=100_000)[0].to_pylist()))
+    assert [r["reject_reason"] for r in got["rows"]] == ["input/doc_too_large", None]
+    assert len(got["rows"][0]["text"]) <= 400_001
+    assert peak < 8 << 20, peak  # the page is 32 MB
+
+
+def test_binary_and_oversized_payloads_are_not_read_whole(tmp_path):
+    """A 24 MB image is a row with empty text, its bytes never held; a 24 MB text payload over
+    the cap is input/doc_too_large with only its first bytes held."""
+    blob = os.urandom(24 << 20)
+    path = tmp_path / "big.warc"
+    with open(path, "wb") as f:
+        w = WARCWriter(f, gzip=False)
+        _response(w, "http://example.org/photo.jpg", blob, "image/jpeg")
+        _response(w, "http://example.org/log.txt", b"x" * (24 << 20), "text/plain")
+        _response(w, "http://example.org/a", _html("a").encode(), "text/html")
+    del blob
+    got = {}
+    peak = _peak_bytes(lambda: got.update(rows=read_all(path, max_doc_chars=100_000)[0].to_pylist()))
+    assert [(r["text"] == "", r["reject_reason"]) for r in got["rows"]] == [
+        (True, None), (False, "input/doc_too_large"), (False, None)]
+    assert got["rows"][0]["content_type"] == "image/jpeg"
+    assert peak < 8 << 20, peak
+
+
+@pytest.mark.parametrize("name", ["example.arc", "example-space-in-url.arc", "bad.arc", "heritrix-1-blackbook.arc"])
+def test_an_uncompressed_arc_is_read_in_windows(monkeypatch, name):
+    """In windows of any size (smaller than a record, a header line, the file) the same rows."""
+    from datacurate.readers.archive import arcfile
+
+    want, _, counters = read_all(DATA / name)
+    for window in (16, 100, 700, 5000):
+        monkeypatch.setattr(arcfile, "WINDOW", window)
+        got, _, got_counters = read_all(DATA / name)
+        assert got.drop_columns(["_ord"]).to_pylist() == want.drop_columns(["_ord"]).to_pylist(), window
+        assert got_counters["warc_records"] == counters["warc_records"]

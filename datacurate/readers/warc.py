@@ -37,7 +37,11 @@ reject, never zero and never one invented; reading resumes at the next member (o
 header), and the records before and after survive (:mod:`datacurate.readers.archive.damage`;
 tests/test_warc_damage.py checks it against warcio at many cut and corrupt offsets). A record
 without a target URI is ``input/missing_url``; a payload over ``max_doc_chars``
-``input/doc_too_large``. A file that is not a WARC or ARC at all is one line before any work.
+``input/doc_too_large``: a payload is held only up to 4 x ``max_doc_chars`` bytes, stored and
+HTTP-decoded (gzip, deflate, brotli inflated to that cap and no further: a decompression
+bomb costs the cap), the rest read and counted, never held; a binary payload (its media
+type not text) is not held at all, nor is an uncompressed ARC file (read in 8 MB windows).
+A file that is not a WARC or ARC at all is one line before any work.
 
 The parts, by concern, are in :mod:`datacurate.readers.archive` (planning, WARC, ARC, damage
 recovery, HTTP decoding); this module is the reader contract: records into rows.
@@ -52,7 +56,7 @@ import pyarrow as pa
 from datacurate.configs.input import InputConfig
 from datacurate.readers.base import Batcher, ReadTask, Tally, count
 from datacurate.readers.archive.arcfile import arc_records
-from datacurate.readers.archive.http import decode
+from datacurate.readers.archive.http import decode, payload_cap
 from datacurate.readers.archive.plan import plan, sample
 from datacurate.readers.archive.record import DOCUMENTS, WEB_SCHEMES, Record, target_url
 from datacurate.readers.archive.warcfile import warc_records
@@ -75,7 +79,7 @@ def read(task: ReadTask, cfg: InputConfig, counters: dict, tally: Tally) -> Iter
     batcher, extra = Batcher(task, cfg.batch_rows), {k: [] for k in COLUMNS}
     if task.start == 0:  # the file's first task names its kind: a WAT's records are all counted, none a row
         count(counters.setdefault("archive_files", {}), file_kind(task.path))
-    for rec in records(task, tally):
+    for rec in records(task, tally, payload_cap(cfg.max_doc_chars)):
         if rec.damage is None and not is_document(rec):
             count(counters.setdefault("warc_records", {}), _kind_of(rec))
             continue
@@ -129,10 +133,11 @@ def _kind_of(rec: Record) -> str:
     return rec.warc_type or "unknown"
 
 
-def records(task: ReadTask, tally: Tally | None = None) -> Iterator[Record]:
-    """Every record of a task, documents or not, damage included (for tests and tools)."""
+def records(task: ReadTask, tally: Tally | None = None, cap: int | None = None) -> Iterator[Record]:
+    """Every record of a task, documents or not, damage included; payloads whole (for tests and
+    tools), or with ``cap`` held up to ``cap`` bytes (:func:`payload_cap`: a row's reading)."""
     tally = tally if tally is not None else Tally()
-    return arc_records(task, tally) if task.fmt == "arc" else warc_records(task, tally)
+    return arc_records(task, tally, cap) if task.fmt == "arc" else warc_records(task, tally, cap)
 
 
 def _flush(batcher: Batcher, extra: dict) -> pa.Table:
@@ -152,6 +157,6 @@ def _row(rec: Record, cfg: InputConfig) -> tuple[str, str | None, str | None, in
         return rec.payload.decode("utf-8", "replace"), "input/error", None, None
     if reason is None and not rec.url:
         reason = "input/missing_url"
-    if reason is None and len(text) > cfg.max_doc_chars:
+    if reason is None and (rec.oversize or len(text) > cfg.max_doc_chars):
         reason = "input/doc_too_large"
     return text, reason, encoding, n_bad

@@ -12,22 +12,36 @@ from datacurate.readers.archive.damage import damaged_member, inflate, lost_memb
 from datacurate.readers.archive.http import parse_content_type, split_http, undo_encodings
 from datacurate.readers.archive.plan import next_member
 from datacurate.readers.archive.record import ARC_START, GZIP_MAGIC, Record, damaged, file_size, target_url, warc_date
+from datacurate.text import charset as charsets
 
 
-def arc_records(task: ReadTask, tally: Tally) -> Iterator[Record]:
+WINDOW = 8 << 20  # an uncompressed ARC is read this much at a time (more for a larger record)
+
+
+def arc_records(task: ReadTask, tally: Tally, cap: int | None = None) -> Iterator[Record]:
     """ARC v1/v2 (the Internet Archive's ARC file format): a header line per record,
     ``length`` bytes (HTTP response and body), a newline. The ``filedesc://`` record's
     body names the version and the header's fields: v1 ``URL IP-address Archive-date
     Content-type Archive-length``, v2 ``URL IP-address Archive-date Content-type
     Result-code Checksum Location Offset Filename Archive-length``. A ``.gz`` ARC is one
     member per record, each checked as a WARC's (:func:`_gz_records`): a damaged member is
-    one reject, reading goes on at the next member that starts a record."""
+    one reject, reading goes on at the next member that starts a record. An uncompressed ARC
+    is read in windows of :data:`WINDOW` bytes (a larger record: its own length), never whole.
+    ``cap``: payload bytes held (:func:`datacurate.readers.archive.http.payload_cap`)."""
     fields = list(_ARC_FIELDS[1])  # v1 until the file's version block says otherwise
     size = file_size(task.path)
     with storage.open_input(task.path) as f:
         if f.read(3) != GZIP_MAGIC and not task.path.lower().endswith(".gz"):
-            f.seek(0)
-            yield from _arc_parse(f.read(), 0, fields, per_member=False)
+            pos, want, resync = 0, WINDOW, False
+            while pos < size:
+                f.seek(pos)
+                data = f.read(want)
+                final, more = pos + len(data) >= size, {}
+                yield from _arc_parse(data, pos, fields, False, cap, None if final else more, resync)
+                if final:
+                    break
+                pos, want, resync = pos + more["at"], max(WINDOW, more.get("need", 0)), more.get("resync", False)
+                tally.consumed = pos
             tally.consumed = size
             return
         pos = 0
@@ -35,12 +49,12 @@ def arc_records(task: ReadTask, tally: Tally) -> Iterator[Record]:
             tally.consumed = pos
             data, nxt = inflate(f, pos, size, most=None)  # an ARC member is parsed in memory
             if nxt is not None:
-                yield from _arc_parse(data, pos, fields, per_member=True)
+                yield from _arc_parse(data, pos, fields, True, cap)
                 pos = nxt
                 continue
             nxt = next_member(f, pos + 1, size, ARC_START)
             reason = "input/truncated_record" if nxt >= size else "input/corrupt_record"
-            yield from damaged_member(_arc_parse(data, pos, fields, per_member=True), pos, reason,
+            yield from damaged_member(_arc_parse(data, pos, fields, True, cap), pos, reason,
                                        lost_members(f, pos, nxt, ARC_START))
             pos = nxt
         tally.consumed = size
@@ -66,11 +80,27 @@ def _arc_version(body: bytes) -> tuple[str, ...]:
     return _ARC_FIELDS.get(int(version) if version.isdigit() else 1, _ARC_FIELDS[1])
 
 
-def _arc_parse(data: bytes, base: int, fields: list, per_member: bool) -> Iterator[Record]:
+def _arc_parse(data: bytes, base: int, fields: list, per_member: bool, cap: int | None = None,
+               more: dict | None = None, resync: bool = False) -> Iterator[Record]:
     """The records of ARC bytes (``fields``: the header's field names, updated by a
     ``filedesc`` record); a header with no valid length is damage (a reject, or a
-    ``filedesc`` counted as warcinfo), and parsing resumes at the next header line."""
+    ``filedesc`` counted as warcinfo), and parsing resumes at the next header line.
+
+    ``more`` (a window of an uncompressed file, not its end): a record that runs past the
+    window is left for the next, which starts at ``more["at"]`` (``need``: the bytes that
+    record takes; ``resync``: the next window begins inside a damaged record's bytes, so
+    reading starts at its first header line)."""
     pos, n = 0, len(data)
+    if resync:
+        m = _ARC_HEADER.search(data)
+        if m is None:
+            if more is not None:  # from the last line's start (none: a longer window from here)
+                last = data.rfind(b"\n")
+                more.update(at=last + 1, resync=True)
+                if last < 0:
+                    more["need"] = 2 * n + 1
+            return
+        pos = m.start()
     while pos < n:
         eol = data.find(b"\n", pos)
         eol = n if eol < 0 else eol
@@ -79,6 +109,9 @@ def _arc_parse(data: bytes, base: int, fields: list, per_member: bool) -> Iterat
             pos = eol + 1
             continue
         offset = base if per_member else base + pos
+        if eol == n and more is not None:  # the window ends inside this header line
+            more.update(at=pos, need=2 * (n - pos) + 1)
+            return
         if eol == n and not per_member:  # the file ends inside this header line
             yield damaged(offset, ValueError(f"ARC header cut short: {line[:200]!r}"), "input/truncated_record")
             return
@@ -89,12 +122,17 @@ def _arc_parse(data: bytes, base: int, fields: list, per_member: bool) -> Iterat
         if length is None:  # resume at the next line that looks like a header
             m = _ARC_HEADER.search(data, eol + 1)
             pos = m.start() if m else n
+            if m is None and more is not None:  # in a later window
+                more.update(at=max(data.rfind(b"\n") + 1, eol + 1), resync=True)
             if filedesc:
                 yield Record(offset, "warcinfo", None, None, None, None, None, None, b"")
             else:
                 yield damaged(offset, ValueError(f"ARC header without a valid length: {line[:200]!r}"),
                               "input/corrupt_record")
             continue
+        if more is not None and eol + 1 + length >= n:  # the record (and its newline) runs past the window
+            more.update(at=pos, need=eol + 2 + length - pos)
+            return
         body = data[eol + 1:eol + 1 + length]
         pos = eol + 1 + length
         if filedesc and len(body) < length:
@@ -120,5 +158,14 @@ def _arc_parse(data: bytes, base: int, fields: list, per_member: bool) -> Iterat
             continue
         if headers.get("content-type"):
             ctype, charset = parse_content_type(headers["content-type"])
-        payload = undo_encodings(payload, headers.get("transfer-encoding"), headers.get("content-encoding"))
-        yield Record(offset, "response", None, target_url(url), date, ctype, charset, status, payload)
+        oversize = False
+        if cap is not None and ctype is not None and not charsets.is_text(ctype, b""):
+            payload = b""  # a binary payload: an empty-text row, never decoded
+        else:
+            payload = undo_encodings(payload, headers.get("transfer-encoding"), headers.get("content-encoding"), cap)
+            if cap is not None and len(payload) > cap:
+                payload, oversize = payload[:cap], True
+        yield Record(offset, "response", None, target_url(url), date, ctype, charset, status, payload,
+                     oversize=oversize)
+    if more is not None:
+        more.setdefault("at", n)

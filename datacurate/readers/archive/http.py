@@ -20,26 +20,74 @@ def parse_content_type(value: str | None) -> tuple[str | None, str | None]:
     return mime, charset or None
 
 
-def undo_encodings(raw: bytes, transfer: str | None, content: str | None) -> bytes:
-    """The payload without HTTP chunking and compression (as received when they do not undo)."""
+BYTES_PER_CHAR = 4  # the most bytes a WHATWG encoding spends on one character (UTF-8, gb18030)
+RAW_SLACK = 1 << 16  # stored bytes beyond the cap a payload may take and still decode under it
+
+
+def payload_cap(max_doc_chars: int) -> int:
+    """The most payload bytes worth holding for a document of ``max_doc_chars``: more bytes
+    decode to more characters in any encoding a browser knows (one character per at most 4
+    bytes), so the record is ``input/doc_too_large`` without the rest being read."""
+    return BYTES_PER_CHAR * max_doc_chars
+
+
+def stored_cap(cap: int) -> int:
+    """The most stored (chunked, compressed) bytes read for a payload capped at ``cap``:
+    chunk headers and incompressible deflate / brotli blocks add well under 1/64 (the
+    decoded size of compressed data is at least its stored size less its framing)."""
+    return cap + cap // 64 + RAW_SLACK
+
+
+def read_capped(stream, most: int | None) -> tuple[bytes, int]:
+    """(the first ``most`` + 1 bytes of ``stream``, all of it with None; how many bytes it
+    holds): the rest is read in 1 MB pieces and counted, never held."""
+    if most is None:
+        data = stream.read()
+        return data, len(data)
+    data = stream.read(most + 1)
+    total = len(data)
+    while piece := stream.read(1 << 20):
+        total += len(piece)
+    return data, total
+
+
+def undo_encodings(raw: bytes, transfer: str | None, content: str | None, cap: int | None = None) -> bytes:
+    """The payload without HTTP chunking and compression (as received when they do not undo);
+    with ``cap`` decompressed to at most ``cap`` + 1 bytes (more: the caller's reject), so a
+    decompression bomb costs ``cap`` bytes, not the reader process."""
     if transfer and "chunked" in transfer.lower():
         raw = _dechunk(raw)
     enc = (content or "").strip().lower()
+    most = 0 if cap is None else cap + 1  # zlib: 0 is no limit
     try:
         if enc in ("gzip", "x-gzip"):
-            return zlib.decompress(raw, 47)
+            return _inflate(raw, 47, most)
         if enc == "deflate":
             try:
-                return zlib.decompress(raw)
+                return _inflate(raw, 15, most)
             except zlib.error:
-                return zlib.decompress(raw, -15)
+                return _inflate(raw, -15, most)
         if enc == "br":
             import brotli
 
-            return brotli.decompress(raw)
+            if cap is None:
+                return brotli.decompress(raw)
+            d = brotli.Decompressor()
+            out = d.process(raw, output_buffer_limit=most)
+            return out if len(out) > cap or d.is_finished() else raw
     except Exception:  # noqa: BLE001 - a payload that does not decompress is read as stored
         return raw
     return raw
+
+
+def _inflate(raw: bytes, wbits: int, most: int) -> bytes:
+    """zlib-inflated ``raw``, at most ``most`` bytes (0: all); a stream that ends before its end
+    (cut, or not compressed after all) raises, as ``zlib.decompress`` does."""
+    d = zlib.decompressobj(wbits)
+    out = d.decompress(raw, most)
+    if d.eof or (most and len(out) >= most):
+        return out
+    raise zlib.error("incomplete or truncated stream")
 
 
 def _dechunk(raw: bytes) -> bytes:

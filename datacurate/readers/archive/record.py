@@ -40,6 +40,7 @@ class Record(NamedTuple):
     http_status: int | None
     payload: bytes
     damage: str | None = None  # a reject reason: this "record" is damage found at ``offset``
+    oversize: bool = False  # its payload is over the reader's cap (``payload``: its first bytes only)
 
 
 def damaged(offset: int, error: BaseException, reason: str) -> Record:

@@ -10,12 +10,13 @@ from typing import Iterator
 from datacurate.formats import storage
 from datacurate.readers.base import Counted, ReadTask, Tally
 from datacurate.readers.archive.damage import damaged_member, inflate, is_padding, lost_members
-from datacurate.readers.archive.http import parse_content_type, undo_encodings
+from datacurate.readers.archive.http import parse_content_type, read_capped, stored_cap, undo_encodings
 from datacurate.readers.archive.plan import next_header, next_member
 from datacurate.readers.archive.record import DOCUMENTS, GZIP_MAGIC, Record, damaged, file_size, target_url, warc_date
+from datacurate.text import charset as charsets
 
 
-def warc_records(task: ReadTask, tally: Tally) -> Iterator[Record]:
+def warc_records(task: ReadTask, tally: Tally, cap: int | None = None) -> Iterator[Record]:
     """The records of a byte range (whole records from ``start`` on, none past ``end``).
 
     Damage is counted per record: each record whose stored bytes are damaged is one
@@ -36,7 +37,7 @@ def warc_records(task: ReadTask, tally: Tally) -> Iterator[Record]:
     try:
         gz = f.read(3) == GZIP_MAGIC or task.path.lower().endswith(".gz")
         at_eof = task.end == size
-        yield from (_gz_records if gz else _plain_records)(f, task, tally, at_eof)
+        yield from (_gz_records if gz else _plain_records)(f, task, tally, at_eof, cap)
         tally.consumed = task.end - task.start
     finally:
         raw.close()
@@ -45,14 +46,14 @@ def warc_records(task: ReadTask, tally: Tally) -> Iterator[Record]:
 MEMBER_IN_MEMORY = 64 << 20  # a gzip member up to this size (decompressed) is read from memory, a larger one streamed
 
 
-def _gz_records(f, task: ReadTask, tally: Tally, at_eof: bool) -> Iterator[Record]:
+def _gz_records(f, task: ReadTask, tally: Tally, at_eof: bool, cap: int | None) -> Iterator[Record]:
     pos = task.start
     while pos < task.end:
         tally.consumed = pos - task.start  # the records before this member are whole
         data, nxt = inflate(f, pos, task.end, MEMBER_IN_MEMORY)
         if nxt is not None:  # a whole member
             n = 0
-            for n, rec in enumerate(_one_row_each(_member_records(f, pos, nxt, data)), 1):
+            for n, rec in enumerate(_one_row_each(_member_records(f, pos, nxt, data, cap)), 1):
                 yield rec
             if n == 0 and (data is None or data.strip()):
                 yield damaged(pos, ValueError("a gzip member that holds no WARC record"), "input/corrupt_record")
@@ -64,7 +65,7 @@ def _gz_records(f, task: ReadTask, tally: Tally, at_eof: bool) -> Iterator[Recor
             continue
         reason = "input/truncated_record" if at_eof and nxt >= task.end else "input/corrupt_record"
         lost = lost_members(f, pos, nxt)
-        yield from damaged_member(_member_records(f, pos, nxt, data), pos, reason, lost)
+        yield from damaged_member(_member_records(f, pos, nxt, data, cap), pos, reason, lost)
         pos = nxt
 
 
@@ -82,16 +83,16 @@ def _one_row_each(records: Iterator[Record]) -> Iterator[Record]:
         yield held
 
 
-def _member_records(f, pos: int, end: int, data: bytes | None) -> Iterator[Record]:
+def _member_records(f, pos: int, end: int, data: bytes | None, cap: int | None) -> Iterator[Record]:
     """The records of the gzip member at ``pos``: parsed from its decompressed ``data``, or
     (too large to hold) streamed from the file up to ``end``. Each has the member's offset."""
     if data is not None:
-        return _parse(io.BytesIO(data), lambda r: pos)
+        return _parse(io.BytesIO(data), lambda r: pos, cap)
     f.seek(pos)
-    return _parse(Counted(f, end - pos), lambda r: pos)
+    return _parse(Counted(f, end - pos), lambda r: pos, cap)
 
 
-def _parse(stream, offset_of) -> Iterator[Record]:
+def _parse(stream, offset_of, cap: int | None) -> Iterator[Record]:
     """FastWARC's records of a stream; one that does not parse ends it, as damage."""
     from fastwarc.warc import ArchiveIterator, WarcRecordType
 
@@ -100,12 +101,12 @@ def _parse(stream, offset_of) -> Iterator[Record]:
         for r in ArchiveIterator(stream, record_types=WarcRecordType.any_type, parse_http=True, auto_decode="none",
                                  fsspec_args=False):
             at = offset_of(r)
-            yield _fast_record(r, at)
+            yield _fast_record(r, at, cap)
     except OSError as e:
         yield damaged(at if at is not None else offset_of(None), e, "input/corrupt_record")
 
 
-def _plain_records(f, task: ReadTask, tally: Tally, at_eof: bool) -> Iterator[Record]:
+def _plain_records(f, task: ReadTask, tally: Tally, at_eof: bool, cap: int | None) -> Iterator[Record]:
     pos = task.start
     while pos < task.end:
         tally.consumed = pos - task.start
@@ -123,7 +124,7 @@ def _plain_records(f, task: ReadTask, tally: Tally, at_eof: bool) -> Iterator[Re
             rest = after[ends:]
             clean = not rest.strip(b"\0\r\n\t ") or rest.startswith(b"WARC/") or b"WARC/".startswith(rest)
             f.seek(pos)
-            parsed = _parse(Counted(f, min(rec_end + (min(ends, 4) if clean else 4), task.end) - pos), lambda r: pos)
+            parsed = _parse(Counted(f, min(rec_end + (min(ends, 4) if clean else 4), task.end) - pos), lambda r: pos, cap)
             if clean:
                 yield from parsed
                 pos = rec_end
@@ -155,24 +156,36 @@ def _plain_extent(head: bytes, pos: int) -> tuple[int | None, str | None]:
     return None, "a WARC header without Content-Length"
 
 
-def _fast_record(r, offset: int) -> Record:
+def _fast_record(r, offset: int, cap: int | None) -> Record:
+    """A FastWARC record as a :class:`Record`. With ``cap`` (payload bytes, :func:`payload_cap`)
+    a payload is held up to about ``cap`` bytes, stored and decoded, the rest read and counted
+    only (``oversize``: an ``input/doc_too_large`` row), and a binary one (its media type not
+    text) is not held at all: its row has empty text whatever its size."""
     h = r.headers
     warc_type = h.get("WARC-Type")
     if warc_type not in DOCUMENTS:
         return Record(offset, warc_type, h.get("WARC-Record-ID"), target_url(h.get("WARC-Target-URI")), None, None, None,
                       None, b"")
-    raw = r.reader.read()
     http = r.http_headers if r.is_http else None
-    if len(raw) < r.content_length:  # the file ended inside this record
-        return Record(offset, warc_type, h.get("WARC-Record-ID"), target_url(h.get("WARC-Target-URI")),
-                      warc_date(h.get("WARC-Date")), None, None, None, raw, damage="input/truncated_record")
     ctype = charset = None
     if http is not None:
         ctype, charset = parse_content_type(http.get("Content-Type"))
-        raw = undo_encodings(raw, http.get("Transfer-Encoding"), http.get("Content-Encoding"))
     if ctype is None:
         ctype = parse_content_type(h.get("WARC-Identified-Payload-Type"))[0]
     if ctype is None and http is None:
         ctype = parse_content_type(h.get("Content-Type"))[0]
+    binary = cap is not None and ctype is not None and not charsets.is_text(ctype, b"")
+    raw, total = read_capped(r.reader, None if cap is None else 0 if binary else stored_cap(cap))
+    if total < r.content_length:  # the file ended inside this record
+        return Record(offset, warc_type, h.get("WARC-Record-ID"), target_url(h.get("WARC-Target-URI")),
+                      warc_date(h.get("WARC-Date")), None, None, None, raw, damage="input/truncated_record")
+    oversize = False
+    if binary:
+        raw = b""
+    elif http is not None:
+        oversize = cap is not None and total > stored_cap(cap)
+        raw = undo_encodings(raw, http.get("Transfer-Encoding"), http.get("Content-Encoding"), cap)
+    if cap is not None and len(raw) > cap:
+        raw, oversize = raw[:cap], True
     return Record(offset, warc_type, h.get("WARC-Record-ID"), target_url(h.get("WARC-Target-URI")), warc_date(h.get("WARC-Date")),
-                  ctype, charset, http.status_code if http is not None else None, raw)
+                  ctype, charset, http.status_code if http is not None else None, raw, oversize=oversize)
