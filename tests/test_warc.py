@@ -534,3 +534,28 @@ def test_an_uncompressed_arc_is_read_in_windows(monkeypatch, name):
         got, _, got_counters = read_all(DATA / name)
         assert got.drop_columns(["_ord"]).to_pylist() == want.drop_columns(["_ord"]).to_pylist(), window
         assert got_counters["warc_records"] == counters["warc_records"]
+
+
+def test_a_warc_gz_held_as_a_payload_adds_no_records(tmp_path):
+    """A record whose payload is itself a .warc.gz, its member stored in deflate blocks (level 0:
+    the inner gzip members appear as they are): wherever the planner cuts the file, the rows are
+    warcio's three, not the inner archive's records (the cut is checked to be a member of the
+    file's own chain: datacurate.readers.archive.plan._chained)."""
+    import re
+
+    buf = io.BytesIO()
+    w = WARCWriter(buf, gzip=False)
+    _response(w, "http://example.org/a", _html("before").encode(), "text/html")
+    _response(w, "http://example.org/crawl.warc.gz", (DATA / "example.warc.gz").read_bytes(), "application/warc")
+    _response(w, "http://example.org/b", _html("after").encode(), "text/html")
+    plain = buf.getvalue()
+    starts = [m.start() for m in re.finditer(rb"WARC/1\.[01]\r\nWARC-Type", plain)] + [len(plain)]
+    path = tmp_path / "nested.warc.gz"
+    path.write_bytes(b"".join(gzip.compress(plain[a:b], compresslevel=0) for a, b in zip(starts, starts[1:])))
+    with open(path, "rb") as f:
+        theirs = [r.rec_headers.get_header("WARC-Record-ID") for r in ArchiveIterator(f)]
+    assert path.read_bytes().count(b"\x1f\x8b\x08") > 3  # the inner members are there to be found
+    for chunk in (400, 800, 1500, 3000, 1 << 20):
+        table, plan, counters = read_all(path, chunk_bytes=chunk)
+        assert table.column("id").to_pylist() == theirs, chunk
+        assert table.column("reject_reason").null_count == 3 and "warc_records" not in counters

@@ -72,6 +72,8 @@ def plan(path: str, source: str, size: int, cfg: InputConfig, fmt: str = "warc")
         while cut < size:  # a member opening a record within SCAN_BYTES of each cut, else the next cut
             window = min(size, cut + max(SCAN_BYTES, cfg.chunk_bytes // 4))
             pos = next_member(f, cut, window)
+            while pos < window and not _chained(f, pos, size):  # inside a payload: look further
+                pos = next_member(f, pos + 1, window)
             if pos < window:
                 bounds.append(pos)
                 cut = pos + cfg.chunk_bytes
@@ -82,6 +84,43 @@ def plan(path: str, source: str, size: int, cfg: InputConfig, fmt: str = "warc")
     bounds.append(size)
     return FilePlan([ReadTask(path, source, "warc", start=a, end=b, size=b - a)
                      for a, b in zip(bounds[:-1], bounds[1:])], size)
+
+
+CHAIN_BYTES = 1 << 20  # a cut is checked this far: its members follow one another, whole
+
+
+def _chained(f, pos: int, size: int) -> bool:
+    """Whether the gzip member at ``pos`` is one of the file's own: it and the members after it
+    decompress whole (CRC checked) and each ends where the next begins, to the file's end or
+    for :data:`CHAIN_BYTES`. A ``.warc.gz`` held as a record's payload, its outer member in
+    stored deflate blocks (level 0), shows gzip members that open WARC records; its chain
+    breaks where the archive ends inside the payload (the payload's own bytes follow, then
+    the outer member's trailer) or at the stored block header that splits it every 64 KB.
+    A cut there would invent its records; the planner looks further."""
+    end = min(size, pos + CHAIN_BYTES)
+    while pos < end:
+        f.seek(pos)
+        if f.read(3) != GZIP_MAGIC:
+            return False
+        d, at = zlib.decompressobj(31), pos
+        f.seek(pos)
+        while not d.eof and at < end:
+            chunk = f.read(min(1 << 16, size - at))
+            if not chunk:
+                return False
+            at += len(chunk)
+            try:
+                while chunk:  # nothing held: 64 KB of output at a time, dropped
+                    d.decompress(chunk, 1 << 16)
+                    chunk = d.unconsumed_tail
+                    if d.eof:
+                        break
+            except zlib.error:
+                return False
+        if not d.eof:  # a member longer than the check: as far as seen, one of the file's
+            return True
+        pos = at - len(d.unused_data)
+    return True
 
 
 def next_member(f, pos: int, end: int, start: re.Pattern = WARC_START) -> int:
