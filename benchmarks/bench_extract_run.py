@@ -88,7 +88,7 @@ def _commit(root: Path) -> str | None:
 
 def _process_name(pid: str) -> str | None:
     """A process's short name: Ray's title (``ray::IDLE``, ``ray::DashboardAgent``), else
-    its program or module (``raylet``, ``log_monitor.py``, ``datacurate.text.sandbox``)."""
+    its program or module (``raylet``, ``log_monitor.py``, ``datacurate.core.sandbox``)."""
     try:
         argv = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
     except OSError:

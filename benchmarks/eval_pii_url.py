@@ -417,18 +417,24 @@ def eval_urls(n_domains: int, seed: int = 0, speed_urls: int = 200_000) -> dict:
             "urls_per_cpu_second": round(len(big) / cpu)}
 
 
+PARTS = ["pii", "pii_on_sample_corpus", "url_filter"]
+
+
 def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--docs", type=int, default=600)
     ap.add_argument("--domains", type=int, default=2000)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--speed-urls", type=int, default=200_000, help="URLs in the url_filter speed run")
+    ap.add_argument("--parts", nargs="+", choices=PARTS, default=PARTS, help="only these parts (tests: a small run)")
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from _common import emit  # importing it: one core, one thread (the timings), as every benchmark here
 
-    return emit({"pii": eval_pii(args.docs, args.seed), "pii_on_sample_corpus": corpus_changes(),
-                 "url_filter": eval_urls(args.domains, args.seed)}, args.out)
+    run = {"pii": lambda: eval_pii(args.docs, args.seed), "pii_on_sample_corpus": corpus_changes,
+           "url_filter": lambda: eval_urls(args.domains, args.seed, args.speed_urls)}
+    return emit({part: run[part]() for part in args.parts}, args.out)
 
 
 if __name__ == "__main__":

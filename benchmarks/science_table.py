@@ -11,6 +11,7 @@ without rerunning anything.
     python benchmarks/science_table.py --collect  # copy out/ablations/*/ablation.json first
     python benchmarks/science_table.py --write    # rewrite the table in README.md
     python benchmarks/science_table.py --check    # exit 1 when README.md's table differs
+    python benchmarks/science_table.py --results DIR  # print the table of other ablation.json files
 """
 
 from __future__ import annotations
@@ -94,7 +95,11 @@ def main() -> int:
     ap.add_argument("--collect", action="store_true", help="copy out/ablations/<method>/ablation.json here first")
     ap.add_argument("--write", action="store_true", help="rewrite the table in README.md")
     ap.add_argument("--check", action="store_true", help="exit 1 when README.md's table is not this one")
+    ap.add_argument("--results", type=Path, help="print the table of the <method>.ablation.json files in this folder")
     args = ap.parse_args()
+    if args.results:
+        print(table(args.results))
+        return 0
     if args.collect:
         RESULTS.mkdir(parents=True, exist_ok=True)
         for _, name, _ in METHODS:

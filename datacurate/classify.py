@@ -243,7 +243,8 @@ def train_classifier(config: TrainConfig | None = None, **params) -> dict:
         "notes": cfg.notes,
         "normalization": {"lowercase": cfg.lowercase, "split_punctuation": cfg.split_punctuation,
                           "max_chars": cfg.max_chars, "rule": "datacurate.classify.normalize: newlines and "
-                          "Unicode spaces -> spaces; split_punctuation: punctuation/symbols -> own tokens"},
+                          "Unicode spaces -> spaces; split_punctuation: punctuation/symbols -> own tokens; "
+                          "runs of unspaced scripts cut into words (datacurate.text.words.spaced)"},
         "data": {"positive": cfg.positive, "negative": cfg.negative, "data": cfg.data, **counts,
                  **({"train_only_files": cfg.train_only} if cfg.train_only else {})},
         "split": {"by": "source document (id prefix before '#')", "holdout_frac": cfg.holdout_frac,

@@ -50,6 +50,8 @@ def cmd_stages(args) -> int:
         doc = (cls.__dict__.get("__doc__") or inspect.getmodule(cls).__doc__ or "").strip().splitlines()[0]
         print(f"{name}: {doc}")
         print("".join(f"  # {line}\n" for line in _contract(cls)) + "\n".join(_describe(cls.Config)))
+        if args.names:  # long tables only for the stages asked for by name
+            print("".join(f"  {line}\n" for line in cls.details(cls.Config())), end="")
         print()
     return 0
 
@@ -100,6 +102,21 @@ def _shown(path: str) -> str:
     """A path under the working directory as a relative one, like the other outputs."""
     rel = os.path.relpath(path) if os.path.isabs(path) and "://" not in path else path
     return rel if not rel.startswith("..") else path
+
+
+def cmd_calibrate(args) -> int:
+    from datacurate.calibrate import calibrate
+
+    res = calibrate(args.inputs, args.out, languages=args.languages, sample=args.sample, min_docs=args.min_docs,
+                    text_field=args.text_field)
+    for lang, tree in res["languages"].items():
+        tau = tree.get("langid", {}).get("min_score")
+        print(f"{lang}: {len(tree['gopher_quality']['stop_words'])} stop words"
+              + (f", langid min_score {tau}" if tau is not None else ""))
+    if res["skipped"]:
+        print("too few documents (not fitted): " + ", ".join(f"{k} ({n})" for k, n in sorted(res["skipped"].items())))
+    print(f"outputs: {args.out}, {res['html']}")
+    return 0
 
 
 def cmd_stats(args) -> int:
@@ -301,6 +318,18 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("stages", help="list stages with their parameters and defaults")
     s.add_argument("names", nargs="*", metavar="NAME", help="only these stages (default: all)")
     s.set_defaults(fn=cmd_stages)
+    ca = sub.add_parser("calibrate", help="fit per-language thresholds (langid, heuristics) on a sample of a corpus, "
+                                          "by FineWeb-2's method; writes the YAML both stages take as thresholds:")
+    ca.add_argument("inputs", nargs="+", metavar="INPUT", help="JSONL / Parquet files, directories, globs of extracted text "
+                                                                  "(a lang column is used, else langid labels them)")
+    ca.add_argument("--out", required=True, help="thresholds YAML to write (the HTML page goes beside it)")
+    ca.add_argument("--languages", nargs="+", metavar="LANG", help="only these languages (default: every one with "
+                                                                    "enough documents)")
+    ca.add_argument("--sample", type=int, default=20_000, help="documents per language read (the first ones)")
+    ca.add_argument("--min-docs", type=int, default=50, dest="min_docs",
+                    help="languages with fewer documents are not fitted")
+    ca.add_argument("--text-field", default="text", dest="text_field")
+    ca.set_defaults(fn=cmd_calibrate)
     st = sub.add_parser("stats", help="print the funnel of a finished run")
     st.add_argument("output", help="a run's output directory")
     st.set_defaults(fn=cmd_stats)
@@ -386,7 +415,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 RESUMABLE = ("run", "train", "doremi", "ablate")  # what an interrupted command's --resume continues
 # the options naming where the other commands write (run, train, doremi and ablate check their configs)
-WRITES = {"export": ("output",), "eval": ("output",), "train-classifier": ("output",), "train-tokenizer": ("out",),
+WRITES = {"calibrate": ("out",), "export": ("output",), "eval": ("output",), "train-classifier": ("output",), "train-tokenizer": ("out",),
           "dedup-eval": ("output",), "report": ("output", "out"), "score-tokens": ("shards",)}
 
 

@@ -155,7 +155,7 @@ def crawl_on_s3(tmp_path_factory, bucket: str, captures: int, per_file: int) -> 
     benchmarks/make_crawl.py's crawl, ``per_file`` a WARC file, uploaded to ``s3://bucket/in``."""
     import pytest
 
-    from benchmarks.make_crawl import make_crawl
+    from tests.bench_scripts import make_crawl
     from tests import s3
 
     reason = why_not()

@@ -25,6 +25,7 @@ from datacurate.configs.pipeline import ConfigError
 from datacurate.core.intervals import excludes_zero, paired_difference, t_interval, t_quantile
 from datacurate.train.downstream import encode_pair, score_task
 from tests.ablation_data import write_corpus
+from tests.bench_scripts import run_script
 from tests.conftest import REPO
 
 TARGET = REPO / "sample_data" / "target" / "target.jsonl"
@@ -382,21 +383,15 @@ def test_shipped_rho1_ablation_at_a_toy_budget(tmp_path):
     reach = s["diffs"]["rho1"]["target_like"]["to_baseline_final"]
     assert len(reach["tokens"]) == 2 and reach["baseline_tokens"] == [4096, 4096]
     assert (tmp_path / "out" / "_ablate" / "reference" / "train" / "final.json").exists()
-    sys.path.insert(0, str(REPO / "benchmarks"))
-    import science_table
-
     (tmp_path / "res").mkdir()
     (tmp_path / "res" / "rho1.ablation.json").write_text(json.dumps(s))
-    table = science_table.table(tmp_path / "res")
+    table = run_script("science_table.py", "--results", tmp_path / "res").stdout
     assert "| RHO-1 | rho1 vs full (2 seeds) | target_like" in table and "tokens to reach full's final loss" in table
 
 
 def test_readme_science_table_is_the_generated_one():
     """README's Science table is what benchmarks/science_table.py makes of the committed
     ablation.json files (regenerate with --write after a rerun)."""
-    sys.path.insert(0, str(REPO / "benchmarks"))
-    import science_table
+    res = run_script("science_table.py", "--check")
+    assert res.returncode == 0, res.stdout + res.stderr
 
-    page = (REPO / "README.md").read_text()
-    i, j = page.index(science_table.BEGIN) + len(science_table.BEGIN), page.index(science_table.END)
-    assert page[i:j].strip() == science_table.table().strip()

@@ -7,7 +7,7 @@ from collections import Counter
 
 from warcio.archiveiterator import ArchiveIterator
 
-from benchmarks.make_crawl import make_crawl
+from tests.bench_scripts import make_crawl
 
 
 def test_make_crawl_deterministic_and_crawl_shaped(tmp_path):

@@ -21,6 +21,8 @@ from datacurate.core.coerce import (ConfigError, coerce, opt, parse_override, re
                                set_key, unknown_key)
 from datacurate.configs.input import InputConfig  # noqa: F401 - re-exported
 from datacurate.registry import STAGES
+from datacurate.stages.classifier_keys import split_calibration
+from datacurate.text import words
 from datacurate.configs.train import DoremiConfig, DoremiRunConfig, TrainConfig
 
 
@@ -51,7 +53,7 @@ class StageSpec:
     cls: Any = dataclasses.field(default=None, repr=False, compare=False)  # the stage class (default: the registry's)
 
     def __post_init__(self):
-        self.cls = self.cls or STAGES[self.name]
+        self.cls = self.cls or STAGES[self.name].for_config(self.config)
 
 
 @dataclass
@@ -135,7 +137,10 @@ def load_config(
         name, params = next(iter(entry.items()))
         if name not in STAGES:
             raise unknown_key(str(name), sorted(STAGES), f"stages[{i}]", what="stage")
+        params, calib = split_calibration(STAGES[name], params)  # quality: {top_fraction: 0.1}
         cfg.stages.append(StageSpec(name, coerce(params, STAGES[name].Config, f"stages[{i}].{name}")))
+        if calib is not None:
+            cfg.stages.append(StageSpec("score_rank", coerce(calib, STAGES["score_rank"].Config, f"stages[{i}].{name}")))
     check_order(cfg.stages)
     if raw.get("doremi") is not None:
         cfg.doremi = pipeline_train_config(raw["doremi"], cfg, "doremi")
@@ -191,6 +196,21 @@ def check_order(specs: list[StageSpec]) -> None:
         if tokens_made and spec.cls.rewrites_text(spec.config):
             raise ConfigError(f"stages[{i}].{spec.name}: rewrites the text of kept documents, so it must run "
                               "before tokenize (the tokens would be of the old text)")
+
+
+def check_words(specs: list[StageSpec]) -> None:
+    """A pipeline whose stages cut text into words (``Stage.uses_words``) can load the word
+    segmenter of every language it keeps (langid's ``languages``; without a keep-list, every
+    language written without spaces): else one ConfigError naming the language, the package
+    and the pip command, before any work (not a crash in a worker)."""
+    if not any(spec.cls.uses_words for spec in specs):
+        return
+    keep = next((spec.config.languages for spec in specs if spec.name == "langid"), None)
+    if isinstance(keep, dict):
+        keep = list(keep)
+    if not isinstance(keep, (list, tuple)) or not all(isinstance(x, str) for x in keep):
+        keep = sorted(words.UNSPACED_LANGS)
+    words.check_segmenters(keep)
 
 
 def dump_config(cfg: PipelineConfig) -> str:

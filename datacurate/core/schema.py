@@ -14,6 +14,8 @@ DOMAIN = "domain"
 SOURCE = "source"
 REJECT_STAGE = "reject_stage"
 REJECT_REASON = "reject_reason"
+LANG = "lang"  # the language of each document (langid adds it; an input may carry it): picks the word segmenter
+LANG_SCRIPT = "lang_script"  # its writing system (ISO 15924; langid adds it): picks per-language rules with LANG
 N_TOKENS = "n_tokens"  # tokens of each document: the column a stage that makes tokens adds (the report counts it)
 
 BASE_COLUMNS: dict[str, pa.DataType] = {

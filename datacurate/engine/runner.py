@@ -16,7 +16,7 @@ from typing import Callable
 
 from datacurate.core import errors
 from datacurate.formats import storage
-from datacurate.configs.pipeline import ConfigError, PipelineConfig, check_order, dump_config, to_dict
+from datacurate.configs.pipeline import ConfigError, PipelineConfig, check_order, check_words, dump_config, to_dict
 from datacurate.phases import faults, layout
 from datacurate.phases.journal import Journal
 from datacurate.engine.launch import launch_doremi, launch_train, quiet
@@ -203,6 +203,7 @@ def _run(cfg: PipelineConfig, progress: bool | None, log: Callable[[str], None],
     for url in _remote_outputs(cfg):
         storage.check_bucket(url)  # one line for a missing bucket, refused credentials, a dead endpoint
     check_order(cfg.stages)
+    check_words(cfg.stages)  # a word segmenter the kept languages need and cannot load: one line, now
     for i, stage in enumerate(build_stages(cfg.stages)):  # fails fast on a missing model file before Ray starts
         if isinstance(stage, GlobalStage):
             stage.preflight(cfg, i)
@@ -375,6 +376,8 @@ def _global_phases(cur: Curation, seg) -> tuple[list, dict]:
         index = next(i for i, s in enumerate(cur.run_cfg.stages) if s is spec)  # two equal specs stay apart
         files = storage.list_files(layout.parts(staging, seg.index - 1), ".parquet")
         small = input_docs(files) < cfg.ray.small_input_docs  # all phases in one task, in-process
+        if small and spec.cls.uses_accelerators and ray_segments.cluster_gpus():
+            small = False  # a model stage on a cluster with GPUs: its pool gets them, however few the documents
         ctx = (LocalContext if small else RayContext)(
             staging, spec.name, journal, files, storage.abspath(cfg.output.path), cur.outputs, seg.index,
             cfg.output.compression, cfg.stages[:index], to_dict(cfg),

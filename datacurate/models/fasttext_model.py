@@ -16,6 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from datacurate.text import words as wordseg
 from datacurate.text.charclass import RegexClass, spaced
 
 
@@ -44,11 +45,15 @@ def _split_classes():
 
 
 def normalize(text: pa.Array | pa.ChunkedArray | list, lowercase: bool = False, max_chars: int = 100_000,
-              split_punctuation: bool = False) -> pa.Array:
-    """One line per document; optionally lowercased, punctuation and symbols split off as tokens."""
+              split_punctuation: bool = False, langs=None) -> pa.Array:
+    """One line per document; optionally lowercased, punctuation and symbols split off as tokens.
+
+    Runs of scripts written without spaces (Chinese, Japanese, Thai ...) are cut into words
+    (:func:`datacurate.text.words.spaced`, segmenter by ``langs``: None, one lid.176 code or
+    one per row), or fastText would read a whole clause as one token; other text is as before."""
     if not isinstance(text, (pa.Array, pa.ChunkedArray)):
         text = pa.array(text, pa.large_string())
-    t = pc.utf8_slice_codeunits(text.fill_null(""), 0, max_chars)
+    t = wordseg.spaced(pc.utf8_slice_codeunits(text.fill_null(""), 0, max_chars), langs)
     if lowercase:
         t = pc.utf8_lower(t)
     if split_punctuation:  # = replace_substring_regex(t, "([\pP\pS])|" + _SPACES, " \1 "), 3x faster
@@ -86,9 +91,10 @@ class FastTextScorer:
         self.split_punctuation = bool(norm.get("split_punctuation", False))
         self.max_chars = max_chars
 
-    def score(self, text: pa.Array | pa.ChunkedArray | list) -> np.ndarray:
-        """float32 scores; NaN where nothing is left after normalisation (empty text)."""
-        lines = normalize(text, self.lowercase, self.max_chars, self.split_punctuation)
+    def score(self, text: pa.Array | pa.ChunkedArray | list, langs=None) -> np.ndarray:
+        """float32 scores; NaN where nothing is left after normalisation (empty text).
+        ``langs``: each row's language (the word segmenter's), or None."""
+        lines = normalize(text, self.lowercase, self.max_chars, self.split_punctuation, langs)
         empty = np.asarray(pc.equal(pc.utf8_length(lines), 0))
         out = np.full(len(lines), np.nan, dtype=np.float32)
         idx = np.flatnonzero(~empty)

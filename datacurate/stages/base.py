@@ -50,6 +50,7 @@ class Stage:
     # columns whose values the report counts (kept and rejected rows apart); (what, whose) headings draw
     # the mix before and after curation, None leaves the counts to the stage's own report section
     counted: ClassVar[dict[str, Optional[tuple[str, str]]]] = {}
+    calibrated: ClassVar[Any] = None  # a classifier's Calibrated (stages/classifier_keys.py): top_fraction, buckets
     requires: ClassVar[tuple[str, ...]] = ()  # stages that must run earlier in the pipeline
     # config fields (dotted) naming side inputs, files besides the input that a cluster run copies
     # into the output's file system (engine/side.py); ``local_side_inputs``: those of them the
@@ -58,10 +59,17 @@ class Stage:
     local_side_inputs: ClassVar[tuple[str, ...]] = ()
     is_global: ClassVar[bool] = False
     makes_tokens: ClassVar[bool] = False  # adds the token ids later stages (shards, exports) read
+    uses_words: ClassVar[bool] = False  # cuts text into words (datacurate.text.words): its segmenters are checked at plan time
     writes_shards: ClassVar[bool] = False  # writes a shard set (a train: section reads it by default)
     output_key: ClassVar[Optional[str]] = None  # the config key naming a directory the stage writes (s3:// checked)
     default_outputs: ClassVar[tuple[str, ...]] = ()  # files / directories under OUT it owns, replaced by each run
     output_metrics: ClassVar[tuple[str, ...]] = ()  # metrics naming what it wrote (``datacurate run`` lists them)
+
+    @classmethod
+    def for_config(cls, config: Any) -> type:
+        """The class the engine reads for this configuration: ``cls``, or a subclass whose
+        ``columns`` carry names the configuration chose (``model_classifier``'s ``name``)."""
+        return cls
 
     @classmethod
     def stats_key(cls, config: Any) -> str:
@@ -87,6 +95,11 @@ class Stage:
         :class:`datacurate.report.sections.View` (stats.json entry, resolved config, data
         scan, drawing functions)."""
         return ""
+
+    @classmethod
+    def details(cls, config: Any) -> list[str]:
+        """More lines ``datacurate stages NAME`` prints under the keys (a per-language table)."""
+        return []
 
     @classmethod
     def rewrites_text(cls, config: Any) -> bool:
@@ -171,6 +184,7 @@ class GlobalStage(Stage):
     """
 
     is_global: ClassVar[bool] = True
+    uses_accelerators: ClassVar[bool] = False  # phases want the cluster's GPUs (never the in-process small-input path there)
 
     def preflight(self, cfg, index: int) -> None:
         """Checks before any work starts (``cfg``: the pipeline, this stage is

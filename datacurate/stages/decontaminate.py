@@ -60,6 +60,7 @@ from datacurate.core.coerce import ConfigError, opt
 from datacurate.core.schema import ORD, REJECT_REASON, TEXT
 from datacurate.stages.base import GlobalStage
 from datacurate.text.charclass import RegexClass, removed
+from datacurate.text import words as wordseg
 from datacurate.text.minhash import COEF, MAX_NGRAM, spans_by_runs, word_hashes
 from datacurate.text.textstats import mix
 
@@ -93,8 +94,13 @@ class DecontaminateConfig:
 
 # ----------------------------------------------------------------------------- words and keys
 def words(texts: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
-    """(64-bit hash of every normalised word, (D+1,) word offsets per text)."""
-    return spans_by_runs(removed(pc.utf8_lower(pc.fill_null(texts, "")), PUNCT), word_hashes)
+    """(64-bit hash of every normalised word, (D+1,) word offsets per text).
+
+    Words in every script: runs of Chinese, Japanese, Thai ... are cut into words first
+    (:func:`datacurate.text.words.spaced`). The segmenter follows the run's script, not a
+    document's ``lang``: a benchmark record has no language, and an n-gram matches only
+    when both sides cut the same text into the same words."""
+    return spans_by_runs(removed(pc.utf8_lower(pc.fill_null(wordseg.spaced(texts), "")), PUNCT), word_hashes)
 
 
 def ngram_keys(h: np.ndarray, off: np.ndarray, lengths) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -388,6 +394,7 @@ class Decontaminate(GlobalStage):
     name = "decontaminate"
     side_inputs = ("benchmarks",)  # files, folders or globs; a list or a {name: path} mapping
     Config = DecontaminateConfig
+    uses_words = True
     default_outputs = (REPORT,)
     columns = {RECORD: pa.string(), NGRAMS: pa.int32()}
 

@@ -39,6 +39,9 @@ Modes:
   kept documents (count in ``paragraphs_removed``); a document whose characters are at
   least ``paragraph_threshold`` in already-seen paragraphs is rejected
   (``exact_dedup/paragraphs_seen``).
+  Paragraphs end at any line break of any script (CR LF, CR, LF, NEL, U+2028, U+2029 ...)
+  and their keys collapse every Unicode space (U+3000 that indents CJK paragraphs, no-break
+  spaces), not only the ASCII ones of RE2's class.
 """
 
 from __future__ import annotations
@@ -178,10 +181,25 @@ class ShardFilter:
         return BloomFilter(mine.m, mine.k, mine.data | self.previous.data)
 
 
-def normalized(texts: pa.Array, normalize: bool) -> pa.Array:
+def normalized(texts: pa.Array, normalize: bool, spaces: str = r"\s+") -> pa.Array:
     if not normalize:
         return texts
-    return pc.utf8_trim_whitespace(pc.replace_substring_regex(pc.utf8_lower(texts), r"\s+", " "))
+    return pc.utf8_trim_whitespace(pc.replace_substring_regex(pc.utf8_lower(texts), spaces, " "))
+
+
+# Paragraph (line) breaks in every script: CR LF, CR, LF, VT, FF, NEL, U+2028 LINE
+# SEPARATOR, U+2029 PARAGRAPH SEPARATOR (Python's str.splitlines set, less the ASCII
+# information separators), in RE2 syntax for Arrow's kernels
+_BREAKS = r"\r\n|[\r\x{0b}\x{0c}\x{85}\x{2028}\x{2029}]"
+# A paragraph's key collapses every Unicode space (RE2's \s is ASCII only): the ideographic
+# space U+3000 that indents Japanese and Chinese paragraphs, no-break spaces, thin spaces
+_SPACES = r"[\s\p{Z}\x{85}]+"
+
+
+def paragraphs(texts: pa.Array) -> ts.Pieces:
+    """Every line of every document (blank ones included, in order), split at any of
+    :data:`_BREAKS`; a document whose lines come back joined by "\n" has LF breaks."""
+    return ts.split_pattern(pc.replace_substring_regex(texts, _BREAKS, "\n"), "\n", drop_blank=False)
 
 
 def hash128(texts: pa.Array) -> tuple[np.ndarray, np.ndarray]:
@@ -208,11 +226,11 @@ def keys(table: pa.Table, cfg: ExactDedupConfig) -> pa.Table:
         hi, lo = hash128(normalized(texts, cfg.normalize))
         doc, para, nchars = np.arange(len(texts)), np.zeros(len(texts), np.int32), np.asarray(pc.utf8_length(texts))
     else:
-        lines = ts.split_pattern(texts, "\n", drop_blank=False)
+        lines = paragraphs(texts)
         index = np.arange(len(lines.doc)) - lines.offsets[lines.doc]
         blank = np.asarray(pc.equal(pc.utf8_length(pc.utf8_trim_whitespace(lines.values)), 0))
         keep = np.flatnonzero(~blank)
-        hi, lo = hash128(normalized(lines.values.take(pa.array(keep)), cfg.normalize))
+        hi, lo = hash128(normalized(lines.values.take(pa.array(keep)), cfg.normalize, _SPACES))
         doc, para = lines.doc[keep], index[keep].astype(np.int32)
         nchars = np.asarray(pc.utf8_length(lines.values.take(pa.array(keep))))
     return _keys_table(ords[doc], para, hi, lo, prio[doc], live[doc], nchars, cfg)
@@ -419,9 +437,10 @@ class ExactDedup(GlobalStage):
 
 
 def remove_lines(table: pa.Table, dec: pa.Table) -> pa.Array:
-    """Drop the already-seen lines of each document (vectorised over the batch)."""
+    """Drop the already-seen lines of each document (vectorised over the batch); a document
+    that loses none keeps its text as it was (one that does has its breaks as LF)."""
     texts = table.column(TEXT).combine_chunks()
-    lines = ts.split_pattern(texts, "\n", drop_blank=False)
+    lines = paragraphs(texts)
     index = np.arange(len(lines.doc)) - lines.offsets[lines.doc]
     pos = np.asarray(pc.index_in(table.column(ORD), value_set=dec.column(ORD)).fill_null(-1))
     drop_lists = dec.column("_drop_paras").combine_chunks()
@@ -433,7 +452,9 @@ def remove_lines(table: pa.Table, dec: pa.Table) -> pa.Array:
     ok = doc_of >= 0
     key_drop = doc_of[ok].astype(np.int64) << 32 | flat[ok]
     key_line = lines.doc.astype(np.int64) << 32 | index
-    return lines.select(~np.isin(key_line, key_drop)).rejoin("\n")
+    edited = np.zeros(len(texts), dtype=bool)
+    edited[doc_of[ok]] = True
+    return pc.if_else(pa.array(edited), lines.select(~np.isin(key_line, key_drop)).rejoin("\n"), texts)
 
 
 def _load_shards(path: str | None, n: int) -> list[BloomFilter] | None:

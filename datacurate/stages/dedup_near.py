@@ -47,7 +47,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from datacurate.core.coerce import opt
-from datacurate.core.schema import ID, ORD, REJECT_REASON, TEXT, WPART
+from datacurate.core.schema import ID, LANG, ORD, REJECT_REASON, TEXT, WPART
 from datacurate.stages.base import GlobalStage
 from datacurate.text.minhash import MAX_NGRAM, normalize, signatures
 from datacurate.text.textstats import mix
@@ -55,7 +55,40 @@ from datacurate.text.textstats import mix
 __all__ = [
     "NearDedupConfig", "normalize", "signatures", "optimal_params", "s_curve", "band_keys", "bucket_edges",
     "unique_edges", "estimated_jaccard", "star_map", "star_step", "components", "survivors", "clusters",
+    "group_salt", "upsampling_weight", "FINEWEB2_UPSAMPLING",
 ]
+
+
+# FineWeb-2 (Penedo et al. 2025, huggingface/fineweb-2 README, "re-hydration"): a cluster
+# of N = 2, 3 keeps its survivor N times, 4 -> 3, 5..99 -> 5, 100..999 -> 8, >= 1000 -> 1
+# (very large clusters are taken to be boilerplate); documents without duplicates 1.
+FINEWEB2_UPSAMPLING = {1: 1, 2: 2, 3: 3, 5: 5, 100: 8, 1000: 1}
+
+
+def upsampling_weight(cluster_size, table: dict[int, int] = FINEWEB2_UPSAMPLING) -> np.ndarray:
+    """Rehydration weight per document from its cluster size (null / 0: no duplicates, size 1):
+    the weight of the largest size in ``table`` not above it."""
+    if not isinstance(cluster_size, (pa.Array, pa.ChunkedArray)):
+        cluster_size = pa.array(cluster_size, pa.int64())
+    size = np.asarray(pc.fill_null(cluster_size.cast(pa.int64()), 1), dtype=np.int64)
+    keys = np.array(sorted(table), dtype=np.int64)
+    vals = np.array([table[k] for k in sorted(table)], dtype=np.int32)
+    return vals[np.maximum(np.searchsorted(keys, np.maximum(size, 1), side="right") - 1, 0)]
+
+
+def group_salt(values) -> np.ndarray:
+    """(N,) uint64 per row: equal for equal values of the ``by`` column (null its own value),
+    stable across processes; mixed into every band key, so rows of different groups never
+    share a bucket."""
+    import xxhash
+
+    col = pa.array(values) if not isinstance(values, (pa.Array, pa.ChunkedArray)) else values
+    col = pc.fill_null(col.cast(pa.string()), "\x00null")
+    enc = pc.dictionary_encode(col)
+    if isinstance(enc, pa.ChunkedArray):
+        enc = enc.combine_chunks()
+    salts = np.array([xxhash.xxh3_64_intdigest(v.encode()) for v in enc.dictionary.to_pylist()], dtype=np.uint64)
+    return salts[np.asarray(enc.indices, dtype=np.int64)] if len(salts) else np.zeros(0, np.uint64)
 
 
 @dataclass
@@ -70,6 +103,13 @@ class NearDedupConfig:
     seed: int = 1
     verify: Literal["none", "signature"] = opt("signature", "drop candidate pairs whose estimated Jaccard < cut-off")
     verify_threshold: Optional[float] = opt(None, "None: threshold - 2 standard errors of the estimate (verify_cutoff)")
+    by: Optional[str] = opt(None, 'deduplicate within groups of this column: "lang" dedups within each language, '
+                            "as FineWeb-2 does (a page and its translation, or two languages' boilerplate, never "
+                            "cluster); None: across the whole corpus")
+    # FineWeb-2's rehydration table (README of huggingface/fineweb-2): cluster size -> copies
+    upsampling_weights: dict[int, int] = opt(lambda: dict(FINEWEB2_UPSAMPLING),
+                                             "rehydration: the survivor of a cluster of size N gets the weight of the "
+                                             "largest key <= N (FineWeb-2: 1->1, 2->2, 3->3, 5->5, 100->8, 1000->1)")
     priority: Literal["first", "longest", "column"] = opt("first", "survivor per cluster")
     priority_column: Optional[str] = opt(None, 'priority "column": highest value survives')
     # a reduce task holds a bounded slice of the signatures however large the corpus (issue 18)
@@ -99,6 +139,9 @@ class NearDedupConfig:
             raise ValueError("verify_threshold must be within (0, 1]")
         if self.priority not in ("first", "longest", "column"):
             raise ValueError("priority must be 'first', 'longest' or 'column'")
+        if not self.upsampling_weights or 1 not in self.upsampling_weights or \
+                any(k < 1 or v < 0 for k, v in self.upsampling_weights.items()):
+            raise ValueError("upsampling_weights: cluster sizes (>= 1, 1 included) -> weights (>= 0)")
         if (self.priority == "column") != (self.priority_column is not None):
             raise ValueError("priority 'column' needs priority_column, and priority_column needs priority 'column'")
 
@@ -125,14 +168,17 @@ class NearDedupConfig:
         return t - 2 * math.sqrt(t * (1 - t) / self.num_perm)
 
 
-def band_keys(sigs: np.ndarray, bands: int, rows: int) -> np.ndarray:
+def band_keys(sigs: np.ndarray, bands: int, rows: int, salt: Optional[np.ndarray] = None) -> np.ndarray:
     """(N, bands) uint64 bucket keys: a hash of each band's rows in the low bits and the
-    band index in the top bits, so keys of different bands never collide."""
+    band index in the top bits, so keys of different bands never collide. ``salt`` (N,):
+    rows whose salts differ (:func:`group_salt`) get unrelated keys in every band."""
     if bands * rows > sigs.shape[1]:
         raise ValueError(f"bands * rows = {bands * rows} > num_perm = {sigs.shape[1]}")
     band_bits = max(1, int(math.ceil(math.log2(bands))))
     v = sigs[:, : bands * rows].reshape(len(sigs), bands, rows).astype(np.uint64)  # (N, b, r)
     h = np.broadcast_to(np.arange(bands, dtype=np.uint64), (len(sigs), bands)).copy()
+    if salt is not None:  # ``by``: each group its own buckets
+        h = mix(h, np.asarray(salt, dtype=np.uint64)[:, None])
     for j in range(rows):
         h = mix(h, v[:, :, j])
     return (h >> np.uint64(band_bits)) | (np.arange(bands, dtype=np.uint64) << np.uint64(64 - band_bits))
@@ -281,13 +327,13 @@ def survivors(nodes: np.ndarray, roots: np.ndarray, score: Optional[np.ndarray] 
     return best[np.searchsorted(r[first], roots)]
 
 
-def clusters(sigs: np.ndarray, cfg: NearDedupConfig) -> np.ndarray:
+def clusters(sigs: np.ndarray, cfg: NearDedupConfig, salt: Optional[np.ndarray] = None) -> np.ndarray:
     """Single-process near dedup of one signature matrix: for every document, the root
     (smallest row index) of its cluster; itself when it has no duplicate. Empty
     documents are never duplicates. The engine's distributed result must equal this."""
     bands, rows = cfg.banding()
     live = np.flatnonzero(~(sigs == 0xFFFFFFFF).all(axis=1))
-    keys = band_keys(sigs[live], bands, rows)  # (M, bands)
+    keys = band_keys(sigs[live], bands, rows, None if salt is None else salt[live])  # (M, bands)
     u, v = bucket_edges(keys.ravel(), np.repeat(live, bands))
     if cfg.verify == "signature":
         keep = estimated_jaccard(sigs[u], sigs[v]) >= cfg.verify_cutoff()
@@ -302,15 +348,28 @@ class NearDedup(GlobalStage):
     """Stage ``near_dedup``: MinHash-LSH clusters; one survivor per cluster.
 
     Rejected documents get ``near_dedup/dup_of:<survivor id>``; every clustered document
-    gets ``cluster_id`` (the survivor's id) and ``cluster_size``. The phases
+    gets ``cluster_id`` (the survivor's id) and ``cluster_size``, and every document its
+    ``upsampling_weight`` (FineWeb-2's rehydration, from ``cluster_size``; 1 without
+    duplicates). Shingles are words in every script (``lang`` picks the segmenter where
+    the rows carry it); ``by: lang`` keeps each language's clusters apart. The phases
     (:func:`run_distributed`) run on Ray, or in-process (small inputs, ``stage(table)``);
     :func:`clusters` is the single-process reference they must equal.
     """
 
     name = "near_dedup"
     Config = NearDedupConfig
-    columns = {"cluster_id": pa.string(), "cluster_size": pa.int32()}
+    uses_words = True
+    columns = {"cluster_id": pa.string(), "cluster_size": pa.int32(), "upsampling_weight": pa.int32()}
     counted = {"cluster_size": None}
+
+    @classmethod
+    def needs_columns(cls, config: NearDedupConfig) -> dict[str, str]:
+        return {config.by: f"by: {config.by}"} if config.by else {}
+
+    def apply(self, table: pa.Table, decisions: pa.Table) -> tuple[dict[str, pa.Array], pa.Array]:
+        cols, reason = super().apply(table, decisions)
+        cols["upsampling_weight"] = pa.array(upsampling_weight(cols["cluster_size"], self.config.upsampling_weights))
+        return cols, reason
 
     @classmethod
     def report_section(cls, view) -> str:
@@ -345,10 +404,13 @@ def _phase_signatures(path: str, cfg: NearDedupConfig, out_dir: str) -> dict:
     from datacurate.formats import storage
     from datacurate.formats.io import write_atomic
 
+    have = set(storage.parquet_file(path).schema_arrow.names)
     cols = [ORD, TEXT, ID] + ([cfg.priority_column] if cfg.priority == "column" else [])
+    cols += [c for c in dict.fromkeys([LANG, cfg.by]) if c and c in have and c not in cols]
     table = storage.read_parquet(path, columns=cols)
     texts = table[TEXT].combine_chunks()
-    sigs = signatures(texts, cfg.num_perm, cfg.ngram, cfg.seed)
+    langs = table[LANG] if LANG in table.column_names else None  # picks the word segmenter per row
+    sigs = signatures(texts, cfg.num_perm, cfg.ngram, cfg.seed, langs)
     if cfg.priority == "longest":
         prio = np.asarray(pc.utf8_length(texts), dtype=np.float64)
     elif cfg.priority == "column":
@@ -356,16 +418,18 @@ def _phase_signatures(path: str, cfg: NearDedupConfig, out_dir: str) -> dict:
     else:
         prio = np.zeros(table.num_rows)
     empty = (sigs == 0xFFFFFFFF).all(axis=1)  # no words: never a near duplicate
+    salt = group_salt(table[cfg.by]) if cfg.by else np.zeros(table.num_rows, np.uint64)
     write_atomic(pa.table({
-        ORD: table[ORD], "id": table[ID], "prio": prio, "empty": empty,
+        ORD: table[ORD], "id": table[ID], "prio": prio, "empty": empty, "salt": salt,
         "sig": pa.FixedSizeListArray.from_arrays(pa.array(sigs.ravel(), pa.uint32()), cfg.num_perm),
     }), storage.join(out_dir, posixpath.basename(path)))
     return {"rows": table.num_rows}
 
 
-def _phase_bands(batch: pa.Table, bands: int, rows: int, parts: int) -> pa.Table:
+def _phase_bands(batch: pa.Table, bands: int, rows: int, parts: int, by: Optional[str]) -> pa.Table:
     keep = ~batch["empty"].to_numpy(zero_copy_only=False)
-    keys = band_keys(_sig_matrix(batch["sig"])[keep], bands, rows).ravel()  # (N * bands,)
+    salt = batch["salt"].to_numpy()[keep] if by else None
+    keys = band_keys(_sig_matrix(batch["sig"])[keep], bands, rows, salt).ravel()  # (N * bands,)
     return pa.table({"key": keys, "node": np.repeat(batch[ORD].to_numpy()[keep], bands),
                      "p": (keys % np.uint64(parts)).astype(np.int32)})
 
@@ -461,6 +525,7 @@ def run_distributed(c: NearDedupConfig, ctx) -> dict:
     bands, rows = c.banding()
     verify_thr = c.verify_cutoff()
     metrics = {"bands": bands, "rows": rows, "num_perm": c.num_perm, "ngram": c.ngram, "threshold": c.threshold,
+               "by": c.by,
                "verify": c.verify, "verify_cutoff": round(verify_thr, 4),
                "candidate_prob_at_threshold": round(float(s_curve(c.threshold, bands, rows)), 4)}
     if not ctx.files:
@@ -470,8 +535,8 @@ def run_distributed(c: NearDedupConfig, ctx) -> dict:
     parts = c.partitions(sum(r["rows"] for r in done))
     metrics["num_partitions"] = parts
     sigs = ctx.read([storage.join(sig_dir, posixpath.basename(f)) for f in ctx.files],
-                    [ORD, "id", "prio", "empty", "sig"])
-    edges = (sigs.map("bands", _phase_bands, bands=bands, rows=rows, parts=parts)
+                    [ORD, "id", "prio", "empty", "salt", "sig"])
+    edges = (sigs.map("bands", _phase_bands, bands=bands, rows=rows, parts=parts, by=c.by)
              .groupby("edges", "p", parts, _phase_edges).materialize())
     metrics["candidate_pairs"] = edges.count()
     if metrics["candidate_pairs"] and c.verify == "signature":

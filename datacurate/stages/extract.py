@@ -7,9 +7,10 @@ shingle F1 of that benchmark, one core; ``benchmarks/eval_extract.py``): trafila
 with FineWeb's settings F1 0.964 at ~52 pages/s, resiliparse ``main_content`` 0.928 at
 ~680 pages/s (its precision is what it loses; no hybrid tried reached trafilatura's F1
 at 5x its speed, see benchmarks/README.md). ``native``, our own rules over lexbor's DOM
-(:mod:`datacurate.text.native`), scores within 0.01 of trafilatura's F1 on three of four
-test sets (0.0102 below on the fourth) at ~8x its pages per CPU-second. Quality first, as
-FineWeb: the default engine is trafilatura.
+(:mod:`datacurate.text.native`), scores above trafilatura on the long-tail set (F1 0.954
+against 0.938) and within 0.005 on two of the four article sets, 0.0058 and 0.0111 below on
+the two held-back quarters, at 6-11x its pages per CPU-second. Quality first, as FineWeb:
+the default engine stays trafilatura until ``native`` is within 0.005 on every set.
 
 Rows come from the WARC readers (``url``, ``date``, ``content_type``, ``http_status``,
 ``warc_type`` beside ``text``, the decoded payload) or from JSONL / Parquet, where a row
@@ -18,9 +19,9 @@ status (``extract/http_status``), a content type other than HTML (``extract/not_
 images, PDFs, ...; a WET ``conversion`` record is text already and passes unchanged),
 an extraction that overran ``timeout`` (``extract/timeout``) or failed
 (``extract/error``), or no text (``extract/empty``). Extraction runs in a child process
-killed on timeout (:mod:`datacurate.text.sandbox`), so one pathological page costs
+killed on timeout (:mod:`datacurate.core.sandbox`), so one pathological page costs
 ``timeout`` seconds and its batch goes on; a child that keeps dying before it takes
-its batch is restarted :data:`~datacurate.text.sandbox.MAX_FUTILE` times, then the rest of
+its batch is restarted :data:`~datacurate.core.sandbox.MAX_FUTILE` times, then the rest of
 the batch is ``extract/error`` (``worker_gave_up`` counts them, one warning). Kept rows carry the extracted text; the HTML
 is dropped unless ``keep_html`` (rejected rows keep their input text, the HTML).
 """
@@ -39,7 +40,7 @@ from datacurate.core.coerce import opt
 from datacurate.core.schema import TEXT
 from datacurate.stages.base import Stage, first_reason, value_counts
 from datacurate.text import html as html_engines
-from datacurate.text.sandbox import CRASH, ERROR, OK, TIMEOUT, Sandbox
+from datacurate.core.sandbox import CRASH, ERROR, OK, TIMEOUT, Sandbox
 
 HTTP_STATUS, NOT_HTML, TIMED_OUT, FAILED, EMPTY = (
     "extract/http_status", "extract/not_html", "extract/timeout", "extract/error", "extract/empty")

@@ -10,6 +10,12 @@ published ones (the README's ``heuristics`` table lists them): Gopher quality (R
 2.2: line removal rewrites ``text``, as C4 did; the number of removed lines is in
 ``c4_lines_removed``) and FineWeb's own rules.
 
+Per language: every threshold is read per document from its ``lang`` (and ``lang_script``)
+column through :mod:`datacurate.text.langrules` (FineWeb-2's configs, a ``datacurate
+calibrate`` YAML, ``per_language`` overrides; English and unknown languages take the keys
+below), gathered into per-row arrays; words come from :mod:`datacurate.text.words` by
+language; sentence ends are per script (:data:`datacurate.text.rulestats.SCRIPT_ENDS`).
+
 All statistics are computed over the whole batch at once (see ``textstats``), on the
 layout-normalised view of the text (:mod:`datacurate.text.layout`: Unicode spaces as
 spaces, invisible format characters out; the white space of RE2's regular expressions is ASCII);
@@ -18,25 +24,28 @@ C4's line removal cuts the stored text at the lines it judged there.
 
 from __future__ import annotations
 
+import dataclasses
+import logging
 from dataclasses import dataclass, field
+from typing import Any, Literal, Optional
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from datacurate.core.coerce import opt
-from datacurate.core.schema import TEXT
+from datacurate.core.schema import LANG, LANG_SCRIPT, TEXT
 from datacurate.text import textstats as ts
+from datacurate.text import words as words_mod
+from datacurate.text.rulestats import fineweb_values, quality_values, repetition_values
+from datacurate.text.c4lines import Lines, c4_rules, c4_text
+from datacurate.text.langrules import RuleTable, Rows, describe, flatten
 from datacurate.text.layout import layout_normalized
 from datacurate.stages.base import Stage, first_reason
 
-GOPHER_STOP_WORDS = ["the", "be", "to", "of", "and", "that", "have", "with"]
-BULLETS = "•‣●○▪◦∙·*-–"
-C4_POLICY = ["terms of use", "privacy policy", "cookie policy", "uses cookies", "use of cookies", "use cookies"]
-TERMINAL_RE = r'[.!?"]$'  # C4: a line must end in terminal punctuation
-# terminal punctuation only (as datatrove's FineWeb filter): a closing quote alone is not an end
-FINEWEB_STOP_RE = "[.!?\u2026\u3002\uff01\uff1f\u061f\u0964\u0965]$"
+log = logging.getLogger(__name__)
 
+GOPHER_STOP_WORDS = ["the", "be", "to", "of", "and", "that", "have", "with"]
 
 @dataclass
 class GopherQualityConfig:
@@ -97,191 +106,193 @@ class HeuristicsConfig:
     gopher_repetition: GopherRepetitionConfig = field(default_factory=GopherRepetitionConfig)
     c4: C4Config = field(default_factory=C4Config)
     fineweb: FineWebConfig = field(default_factory=FineWebConfig)
+    language_rules: Literal["fineweb2", "none"] = opt("fineweb2", "thresholds per row's `lang`: fineweb2 = FineWeb-2's config of the "
+                              "language (every lid.176 language but en/eml; README), none = the keys above for all")
+    thresholds: Optional[str] = opt(None, "a YAML of per-language thresholds (`datacurate calibrate` writes one); "
+                                    "over the shipped ones")
+    per_language: dict[str, Any] = opt({}, "overrides per language, e.g. {fr: {gopher_quality: {min_stop_words: 3}}}; "
+                             "over both")
+
+    def validate(self) -> None:
+        self.table()  # a misspelt key or an unreadable thresholds file stops the run before work starts
+
+    def table(self) -> RuleTable:
+        """The per-language thresholds over this config's keys (each language's default)."""
+        default = {k: v for k, v in flatten({s.name: dataclasses.asdict(getattr(self, s.name))
+                                             for s in dataclasses.fields(self)
+                                             if dataclasses.is_dataclass(getattr(self, s.name))}).items()}
+        return RuleTable(default, self.language_rules, self.thresholds, self.per_language)
 
 
-def _b(arr) -> np.ndarray:
-    return np.asarray(pc.fill_null(arr, False), dtype=bool)
+def _ngram_sizes(r: Rows, key: str) -> list[int]:
+    return sorted({int(k.rpartition(".")[2]) for rule in r.rules for k in rule if k.startswith(key + ".")})
 
 
-def gopher_repetition(texts: pa.Array, words: ts.Pieces, word_len: np.ndarray, cfg: GopherRepetitionConfig) -> list:
-    n_chars = np.asarray(pc.utf8_length(texts), dtype=np.float64)
-    lines = ts.split_pattern(texts, "\n+", regex=True)
-    paras = ts.split_pattern(pc.utf8_trim_whitespace(texts), r"\n\s*\n", regex=True)
-    line_dup, line_dup_chars = ts.duplicate_stats(lines)
-    para_dup, para_dup_chars = ts.duplicate_stats(paras)
-    rules = [
-        ("gopher_rep/dup_line_frac", ts.ratio(line_dup, lines.counts) > cfg.max_dup_line_frac),
-        ("gopher_rep/dup_para_frac", ts.ratio(para_dup, paras.counts) > cfg.max_dup_para_frac),
-        ("gopher_rep/dup_line_char_frac", ts.ratio(line_dup_chars, n_chars) > cfg.max_dup_line_char_frac),
-        ("gopher_rep/dup_para_char_frac", ts.ratio(para_dup_chars, n_chars) > cfg.max_dup_para_char_frac),
-    ]
-    top, dup = sorted(cfg.max_top_ngram_char_frac.items()), sorted(cfg.max_dup_ngram_char_frac.items())
-    pos, h, starts = ts.ngram_hashes(words, max([n for n, _ in top], default=1), tuple(n for n, _ in dup))
-    for n, thr in top:
-        chars = ts.top_ngram_chars(words, pos, h[n - 1], n, word_len)
-        rules.append((f"gopher_rep/top_{n}gram", ts.ratio(chars, n_chars) > thr))
-    for n, thr in dup:
-        chars = ts.dup_ngram_chars(words, starts[n], n, word_len)
-        rules.append((f"gopher_rep/dup_{n}gram", ts.ratio(chars, n_chars) > thr))
-    return rules
+# Each rule: (reason, [(statistic, "<" or ">", threshold key)]): a document fails when any
+# comparison holds. ``datacurate calibrate`` fits thresholds on the same statistics.
+GOPHER_QUALITY_RULES = [
+    ("gopher/too_few_words", [("n_words", "<", "min_words")]),
+    ("gopher/too_many_words", [("n_words", ">", "max_words")]),
+    ("gopher/mean_word_length", [("mean_word_length", "<", "min_mean_word_length"),
+                                 ("mean_word_length", ">", "max_mean_word_length")]),
+    ("gopher/symbol_word_ratio", [("hash_word_ratio", ">", "max_symbol_word_ratio"),
+                                  ("ellipsis_word_ratio", ">", "max_symbol_word_ratio")]),
+    ("gopher/bullet_lines", [("bullet_lines_ratio", ">", "max_bullet_lines_ratio")]),
+    ("gopher/ellipsis_lines", [("ellipsis_lines_ratio", ">", "max_ellipsis_lines_ratio")]),
+    ("gopher/alpha_words", [("alpha_words_ratio", "<", "min_alpha_words_ratio")]),
+    ("gopher/stop_words", [("stop_words", "<", "min_stop_words")]),
+    ("gopher/stop_word_ratio", [("stop_word_ratio", "<", "min_stop_word_ratio")]),
+]
+GOPHER_REPETITION_RULES = [
+    ("gopher_rep/dup_line_frac", [("dup_line_frac", ">", "max_dup_line_frac")]),
+    ("gopher_rep/dup_para_frac", [("dup_para_frac", ">", "max_dup_para_frac")]),
+    ("gopher_rep/dup_line_char_frac", [("dup_line_char_frac", ">", "max_dup_line_char_frac")]),
+    ("gopher_rep/dup_para_char_frac", [("dup_para_char_frac", ">", "max_dup_para_char_frac")]),
+]  # + gopher_rep/top_{n}gram and gopher_rep/dup_{n}gram for each n configured (repetition_rules)
+FINEWEB_RULES = [
+    ("fineweb/line_punct_ratio", [("line_punct_ratio", "<", "min_line_punct_ratio")]),
+    ("fineweb/short_line_ratio", [("short_line_ratio", ">", "max_short_line_ratio")]),
+    ("fineweb/char_dup_ratio", [("char_dup_ratio", ">", "max_dup_line_char_ratio")]),
+    ("fineweb/list_ratio", [("list_ratio", ">", "max_list_ratio")]),
+]
 
 
-def gopher_quality(texts: pa.Array, words: ts.Pieces, word_len: np.ndarray, cfg: GopherQualityConfig) -> list:
-    n_words = words.counts
-    mean_len = ts.ratio(words.per_doc(word_len), n_words)
-    hashes = np.asarray(pc.count_substring(texts, "#"), dtype=np.float64)
-    ellipses = np.asarray(pc.count_substring_regex(texts, r"\.\.\.|…"), dtype=np.float64)
-    lines = ts.split_pattern(texts, "\n")
-    stripped = pc.utf8_trim_whitespace(lines.values)
-    bullet = _b(pc.match_substring_regex(stripped, "^[" + "".join("\\" + c if c in "-*" else c for c in BULLETS) + "]"))
-    ellipsis_end = _b(pc.match_substring_regex(stripped, r"(\.\.\.|…)$"))
-    alpha = _b(pc.match_substring_regex(words.values, r"\pL"))
-    stop = _b(pc.is_in(pc.utf8_lower(words.values), value_set=pa.array(cfg.stop_words, words.values.type)))
-    return [
-        ("gopher/too_few_words", n_words < cfg.min_words),
-        ("gopher/too_many_words", n_words > cfg.max_words),
-        ("gopher/mean_word_length", (mean_len < cfg.min_mean_word_length) | (mean_len > cfg.max_mean_word_length)),
-        ("gopher/symbol_word_ratio", (ts.ratio(hashes, n_words) > cfg.max_symbol_word_ratio)
-         | (ts.ratio(ellipses, n_words) > cfg.max_symbol_word_ratio)),
-        ("gopher/bullet_lines", ts.ratio(lines.per_doc(bullet), lines.counts) > cfg.max_bullet_lines_ratio),
-        ("gopher/ellipsis_lines", ts.ratio(lines.per_doc(ellipsis_end), lines.counts) > cfg.max_ellipsis_lines_ratio),
-        ("gopher/alpha_words", ts.ratio(words.per_doc(alpha), n_words, empty=1.0) < cfg.min_alpha_words_ratio),
-        ("gopher/stop_words", words.per_doc(stop) < cfg.min_stop_words),
-        ("gopher/stop_word_ratio", ts.ratio(words.per_doc(stop), n_words) < cfg.min_stop_word_ratio),
-    ]
+def judge(values: dict, rules: list, section: str, r: Rows) -> list:
+    """(reason, failure mask) of each rule: its statistics against each row's thresholds."""
+    out = []
+    for reason, tests in rules:
+        mask = False
+        for stat, op, key in tests:
+            thr = r[f"{section}.{key}"]
+            mask = mask | ((values[stat] < thr) if op == "<" else (values[stat] > thr))
+        out.append((reason, mask))
+    return out
 
 
-@dataclass
-class Lines:
-    """Every line of a batch (split at newlines, blank ones kept), trimmed, and its
-    whitespace tokens: C4 judges these lines, and the document's words are their tokens."""
-
-    lines: ts.Pieces  # the lines as split, document index and offsets
-    line: pa.Array  # each line without surrounding white space
-    tokens: ts.Pieces  # whitespace tokens of each trimmed line (``doc`` = line index)
-
-    @classmethod
-    def of(cls, texts: pa.Array) -> "Lines":
-        lines = ts.split_pattern(texts, "\n", drop_blank=False)
-        line = pc.utf8_trim_whitespace(lines.values)
-        return cls(lines, line, ts.split_whitespace(line))
-
-    def words(self) -> tuple[ts.Pieces, np.ndarray]:
-        """(the documents' words, words per line): ``ts.words_of`` of the texts, the same
-        words in the same order (splitting at newlines first splits at no other place)."""
-        stripped = pc.utf8_trim(self.tokens.values, ts.PUNCT)
-        is_word = np.asarray(pc.greater(pc.utf8_length(stripped), 0))
-        n_docs = self.lines.n_docs
-        doc = self.lines.doc[self.tokens.doc[is_word]]
-        offsets = np.zeros(n_docs + 1, dtype=np.int64)
-        np.cumsum(np.bincount(doc, minlength=n_docs), out=offsets[1:])
-        per_line = np.bincount(self.tokens.doc[is_word], minlength=len(self.line))
-        return ts.Pieces(stripped.filter(pa.array(is_word)), doc, offsets, n_docs), per_line
+def repetition_rules(r: Rows) -> list:
+    k = "gopher_repetition."
+    top = [(f"gopher_rep/top_{n}gram", [(f"top_{n}gram", ">", f"max_top_ngram_char_frac.{n}")])
+           for n in _ngram_sizes(r, k + "max_top_ngram_char_frac")]
+    dup = [(f"gopher_rep/dup_{n}gram", [(f"dup_{n}gram", ">", f"max_dup_ngram_char_frac.{n}")])
+           for n in _ngram_sizes(r, k + "max_dup_ngram_char_frac")]
+    return GOPHER_REPETITION_RULES + top + dup
 
 
-def c4_rules(texts: pa.Array, cfg: C4Config, split: Lines) -> tuple[list, pa.Array, np.ndarray, np.ndarray]:
-    """Return (document rules, texts with C4's bad lines removed, lines removed per doc,
-    mask of the lines removed)."""
-    lower = pc.utf8_lower(texts)
-    lines, line, tokens = split.lines, split.line, split.tokens
-    line_lower = pc.utf8_lower(line)
-    drop = np.zeros(len(line), dtype=bool)
-    if cfg.filter_no_terminal_punct:
-        drop |= ~_b(pc.match_substring_regex(line, TERMINAL_RE)) | _b(pc.ends_with(line, "..."))
-    drop |= tokens.counts < cfg.min_words_per_line
-    if cfg.max_word_length > 0 and len(tokens.values):
-        long_word = tokens.lengths() > cfg.max_word_length
-        drop |= np.bincount(tokens.doc[long_word], minlength=len(line)) > 0
-    if cfg.filter_javascript:
-        drop |= _b(pc.match_substring(line_lower, "javascript"))
-    if cfg.filter_policy:
-        drop |= _b(pc.match_substring_regex(line_lower, "|".join(C4_POLICY)))
-    # blank lines are paragraph breaks, not lines C4 judges: keep them, then collapse the
-    # runs that removed lines leave behind
-    blank = np.asarray(pc.equal(pc.utf8_length(line), 0))
-    drop &= ~blank
-    new_text = c4_text(lines, line, drop)
-    sentences = np.asarray(pc.count_substring_regex(new_text, r"[.!?]+[\"'\)\]]*(\s|$)"))
-    rules = [
-        ("c4/lorem_ipsum", _b(pc.match_substring(lower, "lorem ipsum")) if cfg.filter_lorem_ipsum else False),
-        ("c4/curly_bracket", _b(pc.match_substring(texts, "{")) if cfg.filter_curly_bracket else False),
-        ("c4/too_few_sentences", sentences < cfg.min_sentences),
-    ]
-    return rules, new_text, lines.per_doc(drop).astype(np.int32), drop
+def gopher_repetition(texts: pa.Array, words: ts.Pieces, word_len: np.ndarray, r: Rows) -> list:
+    k = "gopher_repetition."
+    top, dup = _ngram_sizes(r, k + "max_top_ngram_char_frac"), _ngram_sizes(r, k + "max_dup_ngram_char_frac")
+    return judge(repetition_values(texts, words, word_len, top, dup), repetition_rules(r), "gopher_repetition", r)
 
 
-def c4_text(lines: ts.Pieces, line: pa.Array, drop: np.ndarray) -> pa.Array:
-    """The documents without the ``drop``-ped lines (``line``: the trimmed ``lines``)."""
-    kept = ts.Pieces(line, lines.doc, lines.offsets, lines.n_docs).select(~drop)
-    return pc.utf8_trim_whitespace(pc.replace_substring_regex(kept.rejoin("\n"), r"\n{3,}", "\n\n"))
+def gopher_quality(texts: pa.Array, words: ts.Pieces, word_len: np.ndarray, r: Rows) -> list:
+    stop = r.stop_word_hits(words.values, words.doc, "gopher_quality.stop_words")
+    return judge(quality_values(texts, words, word_len, stop), GOPHER_QUALITY_RULES, "gopher_quality", r)
 
 
-def fineweb_rules(texts: pa.Array, n_words: np.ndarray, cfg: FineWebConfig) -> list:
-    lines = ts.split_pattern(texts, "\n")
-    ends = _b(pc.match_substring_regex(lines.values, FINEWEB_STOP_RE))
-    short = lines.lengths() <= cfg.short_line_length
-    _, dup_chars = ts.duplicate_stats(lines)
-    chars_no_nl = np.asarray(pc.utf8_length(texts), dtype=np.float64) - np.asarray(pc.count_substring(texts, "\n"))
-    # runs of newlines count once: paragraph breaks are not list items
-    newlines = np.asarray(pc.count_substring_regex(texts, r"\n+"), dtype=np.float64)
-    return [
-        ("fineweb/empty", lines.counts == 0),
-        ("fineweb/line_punct_ratio", ts.ratio(lines.per_doc(ends), lines.counts) < cfg.min_line_punct_ratio),
-        ("fineweb/short_line_ratio", ts.ratio(lines.per_doc(short), lines.counts) > cfg.max_short_line_ratio),
-        ("fineweb/char_dup_ratio", ts.ratio(dup_chars, chars_no_nl) > cfg.max_dup_line_char_ratio),
-        ("fineweb/list_ratio", ts.ratio(newlines, n_words, empty=np.inf) > cfg.max_list_ratio),
-    ]
+def fineweb_rules(texts: pa.Array, n_words: np.ndarray, r: Rows) -> list:
+    values = fineweb_values(texts, n_words, r["fineweb.short_line_length"])
+    return [("fineweb/empty", values["n_lines"] == 0)] + judge(values, FINEWEB_RULES, "fineweb", r)
+
+
+def split_words(texts: pa.Array, langs: Optional[pa.Array]) -> ts.Pieces:
+    """Words of each document by its language (:mod:`datacurate.text.words`: a segmenter for
+    the scripts written without spaces; rows without such a script get whitespace words)."""
+    return ts.words_of(texts) if langs is None else words_mod.words_of(texts, langs)
 
 
 class Heuristics(Stage):
+    """Gopher, C4 and FineWeb rules with thresholds per document's language (``lang``, ``lang_script``)."""
+
     name = "heuristics"
     Config = HeuristicsConfig
     columns = {"c4_lines_removed": pa.int32()}
+    uses_words = True  # words by language (datacurate.text.words): segmenters checked at plan time
 
     @classmethod
     def rewrites_text(cls, config) -> bool:
         return config.c4.enabled  # C4 line removal
 
+    @classmethod
+    def details(cls, config: HeuristicsConfig) -> list[str]:
+        """The per-language table: each lid.176 language, the FineWeb-2 config it takes, its thresholds."""
+        return describe(config.table())
+
+    def __init__(self, config: HeuristicsConfig | None = None, **params):
+        super().__init__(config, **params)
+        self.table = self.config.table()
+        self.warned: set[str] = set()
+
     def metrics(self, table: pa.Table) -> dict:
-        return {"c4_lines_removed": int(pc.sum(table.column("c4_lines_removed")).as_py() or 0)}
+        out = {"c4_lines_removed": int(pc.sum(table.column("c4_lines_removed")).as_py() or 0)}
+        if LANG in table.column_names and table.num_rows:  # documents judged by the default thresholds, by language
+            vc = pc.value_counts(table.column(LANG).fill_null("und"))
+            unknown = {v.as_py(): c.as_py() for v, c in zip(vc.field("values"), vc.field("counts"))
+                       if not self.table.resolve(v.as_py())[1]}
+            if unknown:
+                out["default_thresholds"] = unknown
+        return out
+
+    def rows(self, table: pa.Table) -> Rows:
+        """Each row's thresholds, by its ``lang`` (and ``lang_script``) where langid ran before."""
+        cols = table.column_names
+        langs = table.column(LANG).combine_chunks() if LANG in cols else None
+        scripts = table.column(LANG_SCRIPT).combine_chunks() if LANG_SCRIPT in cols else None
+        r = self.table.rows(langs, scripts, table.num_rows)
+        for lang in sorted(r.unknown - self.warned):  # once per language and stage instance
+            log.warning("heuristics: no thresholds for language %r: it gets the default ones "
+                        "(the stage's keys; add it under per_language: or thresholds:)", lang)
+            self.warned.add(lang)
+        return r
 
     def annotate(self, table: pa.Table):
         cfg: HeuristicsConfig = self.config
         stored = table.column(TEXT).combine_chunks()
         texts = view = layout_normalized(stored)  # the rules judge this view; the stored text keeps its characters
         n = len(texts)
+        r = self.rows(table)
+        langs = table.column(LANG).combine_chunks() if LANG in table.column_names else None
         rules: list = []
         words = split = None
-        if cfg.c4.enabled:
+        c4_on = cfg.c4.enabled and bool(r["c4.enabled"].any())
+        if c4_on:
             split = Lines.of(texts)
         if cfg.gopher_repetition.enabled or cfg.gopher_quality.enabled or (cfg.fineweb.enabled and split):
             # one split into words serves Gopher, and FineWeb after C4 (the words of the lines C4 kept)
             words, words_per_line = split.words() if split else (ts.words_of(texts), None)
+            ws_counts, segmented = words.counts, langs is not None and bool(words_mod.unspaced_rows(texts).any())
+            if segmented:  # else the same words
+                words = split_words(texts, langs)
             word_len = words.lengths()
         if cfg.gopher_quality.enabled:
-            rules += gopher_quality(texts, words, word_len, cfg.gopher_quality)
+            rules += gopher_quality(texts, words, word_len, r)
         if cfg.gopher_repetition.enabled:
-            rules += gopher_repetition(texts, words, word_len, cfg.gopher_repetition)
+            rules += gopher_repetition(texts, words, word_len, r)
         removed = np.zeros(n, dtype=np.int32)
         out_text = stored
-        if cfg.c4.enabled:
-            c4, new_text, removed, dropped = c4_rules(texts, cfg.c4, split)
+        if c4_on:
+            c4, new_text, removed, dropped = c4_rules(texts, r, split)
             rules += c4
             texts = new_text  # FineWeb's rules see the text C4 left, as in the FineWeb pipeline
             if view is not stored:  # the same lines (no newline is normalised), of the stored text
                 lines = ts.split_pattern(stored, "\n", drop_blank=False)
                 new_text = c4_text(lines, pc.utf8_trim_whitespace(lines.values), dropped)
+            judged_by_c4 = pa.array(r["c4.enabled"].astype(bool))
+            texts = pc.if_else(judged_by_c4, texts, view)
         if cfg.fineweb.enabled:
             if split:
                 n_words = split.lines.per_doc(words_per_line * ~dropped).astype(np.int64)
+                if segmented:  # segmented words: scale by the share of whitespace words C4 kept
+                    n_words = np.rint(words.counts * ts.ratio(n_words, ws_counts, empty=1.0)).astype(np.int64)
             else:
-                n_words = words.counts if words is not None else ts.words_of(texts).counts
-            rules += fineweb_rules(texts, n_words, cfg.fineweb)
-        reasons = first_reason(n, [(r, np.broadcast_to(m, (n,))) for r, m in rules])
+                n_words = words.counts if words is not None else split_words(texts, langs).counts
+            rules += fineweb_rules(texts, n_words, r)
+        reasons = first_reason(n, [(name, np.broadcast_to(m, (n,))) for name, m in rules])
         cols = {"c4_lines_removed": pa.array(removed, pa.int32())}
         if cfg.c4.enabled:
-            # kept documents carry the C4-cleaned text; rejected ones keep what was read
-            rejected = np.asarray(pc.is_valid(reasons))
-            out_text = pc.if_else(pa.array(rejected), out_text, new_text.cast(out_text.type))
+            # kept documents judged by C4 carry the C4-cleaned text; rejected ones keep what was read
+            keep_read = np.asarray(pc.is_valid(reasons))
+            if c4_on:
+                keep_read |= ~r["c4.enabled"].astype(bool)
+                out_text = pc.if_else(pa.array(keep_read), out_text, new_text.cast(out_text.type))
             cols[TEXT] = out_text
         return cols, reasons

@@ -34,8 +34,9 @@ import xxhash
 
 from datacurate.core.coerce import opt
 from datacurate.models.fasttext_model import FastTextScorer, score_histogram
-from datacurate.core.schema import ID, TEXT
+from datacurate.core.schema import ID, LANG, TEXT
 from datacurate.stages.base import Score, Stage, first_reason
+from datacurate.stages.classifier_keys import Calibrated
 
 def _classifiers_dir() -> Path:
     """The shipped models: the repository's classifiers/ (source checkout, editable install,
@@ -92,7 +93,9 @@ class Quality(Stage):
     side_inputs = ("model",)
     local_side_inputs = ("model",)
     Config = QualityConfig
+    uses_words = True
     columns = {"quality_score": pa.float32()}
+    calibrated = Calibrated("quality_score", {"min_score": 0.0})  # top_fraction / buckets: a score_rank stage after
     scores = {"quality_score": Score("quality: P(hq)", "min_score", applies=lambda c: c.mode == "threshold")}
 
     def __init__(self, config: QualityConfig | None = None, **params):
@@ -109,7 +112,8 @@ class Quality(Stage):
         scores = np.full(n, np.nan, dtype=np.float32)
         idx = np.flatnonzero(todo)
         if len(idx):
-            scores[idx] = np.nan_to_num(self.scorer.score(table.column(TEXT).take(pa.array(idx))), nan=0.0)
+            langs = table.column(LANG).take(pa.array(idx)) if LANG in table.column_names else None
+            scores[idx] = np.nan_to_num(self.scorer.score(table.column(TEXT).take(pa.array(idx)), langs), nan=0.0)
         col = pa.array(scores, pa.float32(), mask=~todo)
         if cfg.mode == "threshold":
             return {"quality_score": col}, first_reason(n, [("quality/low_score", todo & (scores < cfg.min_score))])

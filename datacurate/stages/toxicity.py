@@ -37,8 +37,9 @@ import pyarrow.compute as pc
 
 from datacurate.core.coerce import opt
 from datacurate.models.fasttext_model import FastTextScorer, load_card, score_histogram
-from datacurate.core.schema import TEXT
+from datacurate.core.schema import LANG, TEXT
 from datacurate.stages.base import Score, Stage, first_reason
+from datacurate.stages.classifier_keys import Calibrated
 from datacurate.text.charclass import RegexClass, double
 from datacurate.stages.quality import CLASSIFIERS, scored_rows
 
@@ -150,7 +151,10 @@ class Toxicity(Stage):
     side_inputs = ("classifier.model", "wordlist.lists")
     local_side_inputs = ("classifier.model", "wordlist.lists")
     Config = ToxicityConfig
+    uses_words = True
     columns = {"toxicity_score": pa.float32(), "toxicity_wordlist_hits": pa.int32()}
+    # top_fraction / buckets: a score_rank stage after (the top = the least toxic)
+    calibrated = Calibrated("toxicity_score", {"classifier": {"max_score": 1.0}}, lower_is_better=True)
     scores = {"toxicity_score": Score("toxicity: document score", "classifier.max_score", "above",
                                       applies=lambda c: c.classifier.enabled)}
 
@@ -175,17 +179,19 @@ class Toxicity(Stage):
         return {"toxicity_score_hist": score_histogram(table.column("toxicity_score")),
                 "toxicity_wordlist_docs": int((hits > 0).sum())}
 
-    def _score(self, text: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    def _score(self, text: pa.ChunkedArray | pa.Array, langs=None) -> np.ndarray:
         clf = self.config.classifier
         if clf.granularity == "document":
-            return np.nan_to_num(self.scorer.score(text), nan=0.0)
+            return np.nan_to_num(self.scorer.score(text, langs), nan=0.0)
         text = pc.utf8_slice_codeunits(text.fill_null(""), 0, clf.max_chars)
         if clf.granularity == "sentence":
             text = pc.replace_substring_regex(text, SENTENCE_END, "\\1\n")
         units = pc.split_pattern(text, "\n")
         units = pa.concat_arrays(units.chunks) if isinstance(units, pa.ChunkedArray) else units
-        per_unit = self.scorer.score(units.flatten())  # NaN: an empty unit
         starts = units.offsets.to_numpy()[:-1] - units.offsets[0].as_py()  # every row has >= 1 unit
+        if langs is not None:  # each unit its document's language
+            langs = langs.take(pa.array(np.repeat(np.arange(len(starts)), np.diff(units.offsets.to_numpy()))))
+        per_unit = self.scorer.score(units.flatten(), langs)  # NaN: an empty unit
         if not len(per_unit):
             return np.zeros(0, np.float32)
         if clf.aggregate == "max":
@@ -203,7 +209,8 @@ class Toxicity(Stage):
         scores = np.zeros(n, dtype=np.float32)
         idx = np.flatnonzero(todo)
         if len(idx):
-            scores[idx] = self._score(text.take(pa.array(idx)))
+            langs = table.column(LANG).take(pa.array(idx)) if LANG in table.column_names else None
+            scores[idx] = self._score(text.take(pa.array(idx)), langs)
             rules.append(("toxicity/model_score", todo & (scores > self.config.classifier.max_score)))
         hits = np.zeros(n, dtype=np.int32)
         if self.wordlist is not None:

@@ -33,6 +33,7 @@ import pyarrow.compute as pc
 
 from datacurate.text.charclass import RegexClass
 from datacurate.text.chunks import CHUNK_BYTES, code_points, cut_runs, utf8_buffer
+from datacurate.text import words as wordseg
 from datacurate.text.textstats import mix
 
 # separators: punctuation, symbols, control characters and every Unicode space but U+0020
@@ -184,8 +185,13 @@ def min_hashes(shingles: np.ndarray, offsets: np.ndarray, num_perm: int, seed: i
     return np.ascontiguousarray(out.T)  # (N, P)
 
 
-def signatures(texts: pa.Array, num_perm: int, ngram: int, seed: int) -> np.ndarray:
+def signatures(texts: pa.Array, num_perm: int, ngram: int, seed: int, langs=None) -> np.ndarray:
     """(N, num_perm) uint32 MinHash signatures of the texts' word ``ngram``-shingles.
+
+    Words in every script: runs of scripts written without spaces (Chinese, Japanese,
+    Thai ...) are first cut into words by :func:`datacurate.text.words.spaced` (the
+    segmenter follows ``langs``: None, one lid.176 code or one per row), so a shingle
+    is ``ngram`` words there too; text without such runs hashes exactly as before.
 
     Whole batch at once, in runs of ~2 MB of text to bound memory: words are hashed
     straight from the UTF-8 buffer (``word_hashes``), n-gram hashes are position-weighted
@@ -194,9 +200,7 @@ def signatures(texts: pa.Array, num_perm: int, ngram: int, seed: int) -> np.ndar
     signatures, on any machine. Empty documents (no words) get all 0xFFFFFFFF; the
     engine treats them as never-duplicates.
     """
-    if isinstance(texts, pa.ChunkedArray):
-        texts = texts.combine_chunks()
-    t = pc.utf8_lower(pc.fill_null(texts, "")).cast(pa.large_string())
+    t = pc.utf8_lower(pc.fill_null(wordseg.spaced(texts, langs), "")).cast(pa.large_string())
     cuts = cut_runs(np.asarray(pc.binary_length(t), dtype=np.int64), CHUNK_BYTES)
     out = [np.zeros((0, num_perm), np.uint32)]
     for lo, hi in zip(cuts[:-1], cuts[1:]):

@@ -20,6 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from datacurate.text import words as wordseg
 from datacurate.text.charclass import CharTable
 from datacurate.text.chunks import code_points, utf8_buffer
 from datacurate.text.minhash import span_hashes, spans_by_runs
@@ -84,20 +85,22 @@ class Features:
         return np.bincount(self.doc, weights=values[self.bucket], minlength=self.n_docs)
 
 
-def tokenize(texts: pa.Array) -> tuple[np.ndarray, np.ndarray]:
-    """Lowercased word-punct token hashes and (D+1,) offsets, in runs of ~2 MB of text."""
-    if isinstance(texts, pa.ChunkedArray):
-        texts = texts.combine_chunks()
+def tokenize(texts: pa.Array, langs=None) -> tuple[np.ndarray, np.ndarray]:
+    """Lowercased word-punct token hashes and (D+1,) offsets, in runs of ~2 MB of text.
+    Runs of scripts written without spaces are cut into words first
+    (:func:`datacurate.text.words.spaced`, by ``langs``); other text tokenizes as before."""
+    texts = wordseg.spaced(texts, langs)
     return spans_by_runs(pc.utf8_lower(pc.fill_null(texts, "")).cast(pa.large_string()), _tokens)
 
 
-def features(texts: pa.Array, num_buckets: int, ngrams: int = 2, docs: Optional[np.ndarray] = None) -> Features:
+def features(texts: pa.Array, num_buckets: int, ngrams: int = 2, docs: Optional[np.ndarray] = None,
+             langs=None) -> Features:
     """Unigrams .. ``ngrams``-grams of every document, hashed into ``num_buckets``.
 
     ``docs`` (a mask) limits the n-grams to some documents; token counts are always
-    computed for all of them.
+    computed for all of them. ``langs``: the word segmenter's language per row (or None).
     """
-    h, off = tokenize(texts)
+    h, off = tokenize(texts, langs)
     counts = np.diff(off)
     n_docs = len(counts)
     doc = np.repeat(np.arange(n_docs), counts)

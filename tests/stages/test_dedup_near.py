@@ -16,6 +16,7 @@ import pytest
 from datacurate.dedup_eval import _edit, make_dup_corpus, pair_report, shingle_sets
 from datacurate.stages import dedup_near as dn
 from datacurate.text import minhash as mh
+from datacurate.text import words as wordseg
 from tests.conftest import REPO
 
 M64 = 2**64
@@ -101,8 +102,9 @@ def _mix(a: int, b: int) -> int:  # textstats.mix on Python ints
 
 
 def reference_signature(text: str, num_perm: int, ngram: int, seed: int) -> list[int]:
-    """The definition, one document at a time, in plain Python integers."""
-    words = [w for w in dn.normalize(pa.array([text]))[0].as_py().split(" ") if w]
+    """The definition, one document at a time, in plain Python integers: the words of
+    the text with its unspaced-script runs segmented (``words.spaced``), normalised."""
+    words = [w for w in dn.normalize(wordseg.spaced(pa.array([text])))[0].as_py().split(" ") if w]
     hashes = []
     for word in words:
         raw = word.encode()

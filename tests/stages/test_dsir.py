@@ -15,6 +15,7 @@ from datacurate.core.schema import ORD
 from datacurate.stages import dsir as ds
 from datacurate.text import topk
 from datacurate.text import wordpunct as wp
+from datacurate.text import words as wordseg
 from datacurate.stages.dsir import Dsir
 
 REPO = Path(__file__).resolve().parents[2]
@@ -49,6 +50,8 @@ def test_wordpunct_tokens_match_the_reference_regex():
              "don't stop", "e-mail: a@b.c (x)"]
     rx = re.compile(r"\w+|[^\w\s]+")
     h, off = wp.tokenize(pa.array(texts))
+    texts = wordseg.spaced(pa.array(texts)).to_pylist()  # Japanese cut into words: 日本語 の テキスト
+    assert texts[1] == "héllo—wörld 日本語 の テキスト 😀😀 x"
     assert list(np.diff(off)) == [len(rx.findall(t.lower())) for t in texts]
     # equal tokens hash equal, different tokens differently, whatever the document
     toks = [tok for t in texts for tok in rx.findall(t.lower())]

@@ -4,17 +4,16 @@ pathological page that times out while the rest of its batch is kept (native: ~1
 for that page)."""
 
 import os
-import sys
-from pathlib import Path
 
 import pyarrow as pa
 import pytest
 
+from datacurate.core.sandbox import CRASH, OK, Sandbox
 from datacurate.stages.extract import Extract
-from datacurate.text.sandbox import CRASH, OK, Sandbox
+from datacurate.text import extract_eval
+from tests.conftest import REPO
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-import eval_extract  # noqa: E402
+ARTICLES = REPO / "benchmarks" / "data" / "article-extraction"
 
 ARTICLE = ("<html><head><title>t</title></head><body><nav>Home | About | Contact</nav><article><h1>On rivers</h1>"
            + "".join(f"<p>Paragraph {i}: the river rose in the night and the town woke to water in its streets, "
@@ -74,23 +73,23 @@ def test_rows_without_warc_columns_are_html(engine):
 def test_default_engine_f1_on_real_pages():
     """The eight smallest pages of the shipped benchmark subset (scrapinghub's article-
     extraction benchmark), through the stage as configured by default."""
-    pages = eval_extract.load_pages()
+    pages = extract_eval.load_pages(ARTICLES)
     ids = sorted(pages, key=lambda k: len(pages[k][0]))[:8]
     out = Extract()(pa.table({"id": ids, "text": [pages[k][0] for k in ids]}))
     assert out["reject_reason"].null_count == 8
-    counts = [eval_extract.shingle_tp_fp_fn(pages[k][1], t) for k, t in zip(ids, out["text"].to_pylist())]
-    assert eval_extract.prf(counts)["f1"] >= 0.95
+    counts = [extract_eval.shingle_tp_fp_fn(pages[k][1], t) for k, t in zip(ids, out["text"].to_pylist())]
+    assert extract_eval.prf(counts)["f1"] >= 0.95
 
 
 def test_native_engine_f1_on_real_pages():
     """All 46 shipped pages of scrapinghub's benchmark through the stage with ``engine:
     native`` (trafilatura scores 0.96 on them; resiliparse's main_content 0.93)."""
-    pages = eval_extract.load_pages()
+    pages = extract_eval.load_pages(ARTICLES)
     ids = sorted(pages)
     out = Extract(engine="native", timeout=None)(pa.table({"id": ids, "text": [pages[k][0] for k in ids]}))
     assert out["reject_reason"].null_count == len(ids)
-    counts = [eval_extract.shingle_tp_fp_fn(pages[k][1], t) for k, t in zip(ids, out["text"].to_pylist())]
-    assert eval_extract.prf(counts)["f1"] >= 0.94
+    counts = [extract_eval.shingle_tp_fp_fn(pages[k][1], t) for k, t in zip(ids, out["text"].to_pylist())]
+    assert extract_eval.prf(counts)["f1"] >= 0.94
 
 
 def test_native_keeps_content_and_drops_chrome():
@@ -141,9 +140,9 @@ def test_eval_metrics_and_held_back_split():
     """The second set's metric is trafilatura's ``count_item``; the held-back quarter is a
     fixed function of set and page id."""
     item = {"with": ["the river rose", "opened  the school"], "without": ["Copyright 2024"]}
-    assert eval_extract.snippet_counts(item, "At night the river\nrose. They opened the school.") == (2, 0, 0, 1)
-    assert eval_extract.snippet_counts(item, "Copyright 2024 Example News") == (0, 1, 2, 0)
-    assert eval_extract.snippet_prf([(2, 0, 0, 1), (0, 1, 2, 0)])["precision"] == 2 / 3
-    ids = sorted(eval_extract.load_pages())
-    held = [k for k in ids if eval_extract.held_back("aeb", k)]
-    assert held == [k for k in ids if eval_extract.held_back("aeb", k)] and 0.1 < len(held) / len(ids) < 0.4
+    assert extract_eval.snippet_counts(item, "At night the river\nrose. They opened the school.") == (2, 0, 0, 1)
+    assert extract_eval.snippet_counts(item, "Copyright 2024 Example News") == (0, 1, 2, 0)
+    assert extract_eval.snippet_prf([(2, 0, 0, 1), (0, 1, 2, 0)])["precision"] == 2 / 3
+    ids = sorted(extract_eval.load_pages(ARTICLES))
+    held = [k for k in ids if extract_eval.held_back("aeb", k)]
+    assert held == [k for k in ids if extract_eval.held_back("aeb", k)] and 0.1 < len(held) / len(ids) < 0.4

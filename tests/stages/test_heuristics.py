@@ -376,7 +376,7 @@ def test_words_from_the_c4_line_split_are_the_words_of_the_text():
     import pyarrow as pa
 
     from datacurate.text import textstats as ts
-    from datacurate.stages.heuristics import C4Config, Lines, c4_rules
+    from datacurate.stages.heuristics import C4Config, HeuristicsConfig, Lines, c4_rules
 
     texts = pa.array(_real_and_repetitive_texts() + [
         "a line\r\nanother -- one\n\n\n  \t indented , words\u00a0here\u2028x\n-- *\n", None, "\n\n", "  lone  "],
@@ -387,6 +387,7 @@ def test_words_from_the_c4_line_split_are_the_words_of_the_text():
     assert words.values.equals(ref.values) and len(ref.values) > 10_000
     assert np.array_equal(words.doc, ref.doc) and np.array_equal(words.offsets, ref.offsets)
     for cfg in (C4Config(), C4Config(filter_no_terminal_punct=False)):
-        _, new_text, _, dropped = c4_rules(texts, cfg, split)
+        rows = HeuristicsConfig(c4=cfg).table().rows(None, None, len(texts))
+        _, new_text, _, dropped = c4_rules(texts, rows, split)
         assert 0 < dropped.sum() < len(dropped)
         assert np.array_equal(split.lines.per_doc(per_line * ~dropped), ts.words_of(new_text).counts)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from datacurate.text.sandbox import ERROR, MAX_FUTILE, OK, Sandbox
+from datacurate.core.sandbox import ERROR, MAX_FUTILE, OK, Sandbox
 
 ROOT = Path(__file__).resolve().parents[2]
 BIG = "x" * 100_000  # over the 64 KB pipe buffer: the send blocks until the child reads
@@ -72,7 +72,7 @@ def sleep_marked(path: str) -> None:
 
 PARENT = textwrap.dedent("""
     import sys
-    from datacurate.text.sandbox import Sandbox
+    from datacurate.core.sandbox import Sandbox
     from tests.stages.test_sandbox import sleep_marked
     box = Sandbox(sleep_marked, timeout=600)
     box._start()

@@ -7,7 +7,7 @@ from inside: they spend that time in C (lxml, lexbor), where no Python signal ha
 (and a Ray task is not the main thread, where ``signal.alarm`` would be allowed anyway).
 So the work runs in a child process that the parent kills when an item overruns.
 
-The child is a fresh interpreter (``python -m datacurate.text.sandbox``), not a fork: a
+The child is a fresh interpreter (``python -m datacurate.core.sandbox``), not a fork: a
 Ray worker is multithreaded (gRPC), where ``fork`` may copy a held lock, and
 multiprocessing's ``spawn`` / ``forkserver`` import the parent's ``__main__`` (Ray's worker
 script, pytest). It inherits the parent's ``sys.path``. The parent sends a whole batch at
@@ -71,7 +71,7 @@ class Sandbox:
         to_child_r, to_child_w = os.pipe()
         from_child_r, from_child_w = os.pipe()
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
-        self._proc = subprocess.Popen([sys.executable, "-m", "datacurate.text.sandbox", str(to_child_r),
+        self._proc = subprocess.Popen([sys.executable, "-m", "datacurate.core.sandbox", str(to_child_r),
                                        str(from_child_w), str(os.getpid())], pass_fds=(to_child_r, from_child_w), env=env,
                                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
         os.close(to_child_r)

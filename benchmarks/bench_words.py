@@ -1,0 +1,271 @@
+"""Words for every script: cost per language and agreement, datacurate against datatrove.
+
+For each language written without spaces (Chinese, Japanese, Thai, Lao, Khmer, Burmese,
+Tibetan script) and for English (the fast path), on the same texts, one core, CPU time:
+
+* **ours**: :func:`datacurate.text.words.split_words` (whitespace in Arrow, the runs of the
+  unspaced script through the default segmenter of :mod:`datacurate.text.segmenters`);
+* **candidates**: each segmenter on the package index alone (rjieba, jieba, ICU via icu4py,
+  SudachiPy mode A, fugashi + unidic-lite, PyThaiNLP newmm-safe, LaoNLP, khmer-nltk,
+  pyidaungsu), called once per document;
+* **datatrove**: ``load_word_tokenizer(<iso639-3>_<Script>).word_tokenize`` (the keys
+  FineWeb-2's configs use), once per document.
+
+Agreement: word-span F1 against datatrove's words (FineWeb-2 fitted its per-language
+thresholds on them), counting only words made of the unspaced script's characters, each
+located in the text in order (punctuation and Latin words are left out: the tokenizers
+differ there by design, not in segmentation).
+
+Texts: the Chinese and Japanese man pages of sample_data (Debian manpages-zh / -ja), and
+every translated message of the Debian 12 ``.mo`` catalogues installed here for each
+locale (apt, dpkg, glib, gtk, PackageKit ...; GPL / LGPL), joined into ~2 KB documents;
+English: sample_data's news. Run it in a venv with datatrove (never the project's):
+
+    /work/venvs/dt/bin/python benchmarks/bench_words.py --repeats 3
+
+(``pip install "datatrove[processing]" spacy jieba sudachipy sudachidict-core pythainlp laonlp
+khmer-nltk pyidaungsu-numpy2 fugashi unidic-lite icu4py rjieba pandas pyyaml``). Results:
+``benchmarks/results/words.json`` and the table in benchmarks/README.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gettext
+import json
+import re
+import statistics
+import time
+from pathlib import Path
+
+from _common import CORPUS, N_CPUS_VISIBLE, ROOT, read_jsonl
+
+import pyarrow as pa  # noqa: E402
+
+from datacurate.text import segmenters as seg  # noqa: E402
+from datacurate.text import words  # noqa: E402
+
+LANGS = {  # ours -> (locale directory, datatrove key, script characters)
+    "zh": ("zh_CN", "cmn_Hani", "\u4e00-\u9fff\u3400-\u4dbf"),
+    "ja": ("ja", "jpn_Jpan", "\u3040-\u30ff\u4e00-\u9fff\u3005"),
+    "th": ("th", "tha_Thai", "\u0e00-\u0e7f"),
+    "lo": ("lo", "lao_Laoo", "\u0e80-\u0eff"),
+    "km": ("km", "khm_Khmr", "\u1780-\u17ff"),
+    "my": ("my", "mya_Mymr", "\u1000-\u109f"),
+    "dz": ("dz", "dzo_Tibt", "\u0f00-\u0f0a\u0f0d-\u0fff"),  # Tibetan script, the tsheg excluded
+}
+
+
+def _jieba():
+    import logging
+
+    import jieba
+
+    jieba.setLogLevel(logging.WARNING)
+    return jieba.lcut
+
+
+def _fugashi():
+    import fugashi
+
+    tagger = fugashi.Tagger()
+    return lambda t: [w.surface for w in tagger(t)]
+
+
+def _pyidaungsu():
+    import pyidaungsu as pds
+
+    return lambda t: pds.tokenize(t, form="word")
+
+
+def _ours(name, lang):
+    fn = seg.load(name)
+    return lambda t: fn(t, lang)
+
+
+CANDIDATES = {
+    "zh": {"rjieba": lambda: _ours("rjieba", "zh"), "jieba": _jieba, "icu": lambda: _ours("icu", "zh")},
+    "ja": {"icu": lambda: _ours("icu", "ja"), "sudachipy (A)": lambda: _ours("sudachipy", "ja"), "fugashi": _fugashi},
+    "th": {"icu": lambda: _ours("icu", "th"), "pythainlp": lambda: _ours("pythainlp", "th")},
+    "lo": {"icu": lambda: _ours("icu", "lo"), "laonlp": lambda: _ours("laonlp", "lo")},
+    "km": {"icu": lambda: _ours("icu", "km"), "khmer-nltk": lambda: _ours("khmer-nltk", "km")},
+    "my": {"icu": lambda: _ours("icu", "my"), "pyidaungsu": _pyidaungsu},
+    "dz": {"icu": lambda: _ours("icu", "dz")},
+}
+
+
+def catalogue_docs(locale: str, limit: int = 300_000, size: int = 2000) -> tuple[list[str], list[str]]:
+    """Translated messages of every .mo catalogue of ``locale``, joined into ~``size`` char
+    documents; and the catalogues read."""
+    base = Path("/usr/share/locale") / locale / "LC_MESSAGES"
+    msgs, names = [], []
+    for mo in sorted(base.glob("*.mo")) if base.is_dir() else []:
+        with open(mo, "rb") as f:
+            cat = gettext.GNUTranslations(f)._catalog
+        names.append(mo.name)
+        msgs += [v for k, v in cat.items() if k and isinstance(v, str) and v.strip()]
+    docs, cur = [], []
+    for m in msgs:
+        cur.append(m)
+        if sum(map(len, cur)) >= size:
+            docs.append("\n".join(cur))
+            cur = []
+    if cur:
+        docs.append("\n".join(cur))
+    out, total = [], 0
+    for d in docs:
+        if total >= limit:
+            break
+        out.append(d)
+        total += len(d)
+    return out, names
+
+
+def texts_for(lang: str) -> tuple[list[str], str]:
+    docs, cats = catalogue_docs(LANGS[lang][0])
+    source = f"Debian .mo catalogues ({LANGS[lang][0]}): {', '.join(cats)}" if cats else ""
+    if lang in ("zh", "ja"):
+        kana = re.compile("[\u3040-\u30ff]")
+        pages = [r["text"] for r in read_jsonl(CORPUS / "technical_multilingual.jsonl")
+                 if re.search("[\u4e00-\u9fff]", r["text"]) and bool(kana.search(r["text"])) == (lang == "ja")]
+        docs = pages + docs
+        source = f"sample_data man pages ({len(pages)}) + " + source
+    if not docs:  # no catalogues on this machine: the test passages
+        docs = json.loads((ROOT / "tests/data/words/passages.json").read_text())[lang]["passages"]
+        source = "tests/data/words/passages.json"
+    return docs, source
+
+
+def timed(fn, docs, repeats: int) -> tuple[float, list]:
+    """Median CPU seconds of ``fn`` over all ``docs``, and its output of the last run."""
+    out, times = None, []
+    for _ in range(repeats):
+        t0 = time.process_time()
+        out = fn(docs)
+        times.append(time.process_time() - t0)
+    return statistics.median(times), out
+
+
+def spans(text: str, toks: list[str], script: re.Pattern) -> set:
+    """(start, end) of each token made of ``script`` characters only, found in order."""
+    out, pos = set(), 0
+    for t in toks:
+        t = t.strip()
+        if not t:
+            continue
+        at = text.find(t, pos)
+        if at < 0:
+            continue
+        pos = at + len(t)
+        if script.fullmatch(t):
+            out.add((at, pos))
+    return out
+
+
+def f1(gold: list[set], pred: list[set]) -> float:
+    hit = sum(len(g & p) for g, p in zip(gold, pred))
+    n = sum(len(g) for g in gold) + sum(len(p) for p in pred)
+    return round(2 * hit / n, 4) if n else float("nan")
+
+
+def run_lang(lang: str, repeats: int, dt) -> dict:
+    docs, source = texts_for(lang)
+    chars = sum(map(len, docs))
+    script = re.compile(f"[{LANGS[lang][2]}]+")
+    arr = pa.array(docs, pa.large_string())
+    res = {"documents": len(docs), "chars": chars, "source": source, "default": seg.DEFAULT[lang], "tokenizers": {}}
+    split = {}
+
+    cpu, p = timed(lambda d: words.split_words(arr, lang), docs, repeats)  # the Pieces, as the stages take them
+    split["datacurate"] = [p.values[p.offsets[i]:p.offsets[i + 1]].to_pylist() for i in range(p.n_docs)]
+    res["tokenizers"]["datacurate"] = {"cpu_s": cpu, "what": f"words.split_words (segmenter {seg.DEFAULT[lang]})"}
+    for name, make in CANDIDATES[lang].items():
+        try:
+            fn = make()
+            fn(docs[0])  # load dictionaries outside the clock
+        except Exception as e:  # noqa: BLE001 - a candidate that cannot run here is reported, not fatal
+            res["tokenizers"][name] = {"error": f"{type(e).__name__}: {str(e)[:160]}"}
+            continue
+        cpu, toks = timed(lambda ds: [fn(d) for d in ds], docs, repeats)
+        split[name] = toks
+        res["tokenizers"][name] = {"cpu_s": cpu}
+    if dt is not None:
+        try:
+            tok = dt(LANGS[lang][1])
+            tok.word_tokenize(docs[0])
+            cpu, toks = timed(lambda ds: [tok.word_tokenize(d) for d in ds], docs, repeats)
+            split["datatrove"] = toks
+            res["tokenizers"]["datatrove"] = {"cpu_s": cpu, "what": f"{type(tok).__name__} ({LANGS[lang][1]})"}
+        except Exception as e:  # noqa: BLE001
+            res["tokenizers"]["datatrove"] = {"error": f"{type(e).__name__}: {str(e)[:160]}"}
+    found = {k: [spans(d, t, script) for d, t in zip(docs, v)] for k, v in split.items()}
+    for name, r in res["tokenizers"].items():
+        if name not in split:
+            continue
+        n_words = sum(len([t for t in ts if t.strip()]) for ts in split[name])
+        in_script = [b - a for doc in found[name] for a, b in doc]
+        r.update(words=n_words, script_words=len(in_script),
+                 mean_script_word_chars=round(sum(in_script) / max(1, len(in_script)), 3), words_per_s=round(n_words / r["cpu_s"]), chars_per_s=round(chars / r["cpu_s"]),
+                 f1_vs_datatrove=f1(found["datatrove"], found[name]) if "datatrove" in found else None,
+                 f1_vs_datacurate=f1(found["datacurate"], found[name]))
+    return res
+
+
+def run_spaced(repeats: int, dt, name: str, docs: list[str], source: str) -> dict:
+    """Text of spaced scripts: ``split_words`` against the whitespace split it replaced (the
+    fast path: one ASCII check, one RE2 scan of the non-ASCII rows). Short timings: 7x the
+    repeats."""
+    from datacurate.text import textstats as ts
+
+    arr = pa.array(docs, pa.large_string())
+    res = {"documents": len(docs), "chars": sum(map(len, docs)), "source": source, "tokenizers": {}}
+    for label, fn in (("split_whitespace (before)", lambda d: ts.split_whitespace(arr)),
+                      ("datacurate", lambda d: words.split_words(arr, name))):
+        cpu, p = timed(fn, docs, 7 * repeats)
+        res["tokenizers"][label] = {"cpu_s": cpu, "words": len(p.values), "words_per_s": round(len(p.values) / cpu),
+                                    "chars_per_s": round(res["chars"] / cpu)}
+    if dt is not None and name == "en":
+        tok = dt("eng_Latn")
+        tok.word_tokenize(docs[0])
+        cpu, toks = timed(lambda ds: [tok.word_tokenize(d) for d in ds], docs, repeats)
+        n = sum(map(len, toks))
+        res["tokenizers"]["datatrove"] = {"cpu_s": cpu, "words": n, "words_per_s": round(n / cpu),
+                                          "chars_per_s": round(res["chars"] / cpu), "what": "SpaCyTokenizer (eng_Latn)"}
+    return res
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--langs", default=",".join(LANGS))
+    ap.add_argument("--out", default=str(ROOT / "benchmarks/results/words.json"))
+    args = ap.parse_args()
+    try:
+        from datatrove.utils.word_tokenizers import load_word_tokenizer as dt
+        from importlib.metadata import version
+
+        dt_version = version("datatrove")
+    except ImportError:
+        dt, dt_version = None, None
+    import os
+
+    load = os.getloadavg()[0]
+    news = [r["text"] for r in read_jsonl(CORPUS / "news.jsonl")]
+    tech = [r["text"] for r in read_jsonl(CORPUS / "technical_multilingual.jsonl")]
+    tech = [t for t, u in zip(tech, words.unspaced_rows(pa.array(tech))) if not u]
+    results = {"en": run_spaced(args.repeats, dt, "en", news, "sample_data/corpus/news.jsonl (ASCII)"),
+               "spaced non-ASCII": run_spaced(args.repeats, None, None, tech, "sample_data technical_multilingual "
+                                              "rows of spaced scripts (de, fr, es, it, pl, nl, pt, cs, ru, uk, en)")}
+    for lang in args.langs.split(","):
+        results[lang] = run_lang(lang, args.repeats, dt)
+        print(lang, json.dumps({k: {x: v.get(x) for x in ("words_per_s", "chars_per_s", "f1_vs_datatrove", "error")}
+                                for k, v in results[lang]["tokenizers"].items()}, ensure_ascii=False), flush=True)
+    out = {"machine": f"shared, {N_CPUS_VISIBLE} cores visible, pinned to one; load {load:.2f} at start, "
+                      f"{os.getloadavg()[0]:.2f} at end; CPU seconds (time.process_time), median of {args.repeats}",
+           "datatrove": dt_version, "results": results}
+    Path(args.out).write_text(json.dumps(out, indent=1, ensure_ascii=False))
+    print("wrote", args.out)
+
+
+if __name__ == "__main__":
+    main()

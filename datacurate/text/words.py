@@ -1,0 +1,247 @@
+"""Words for every script: whitespace where a script spaces its words, a segmenter where not.
+
+Chinese, Japanese, Thai, Lao, Khmer, Myanmar and Tibetan write words without spaces
+between them, so a whitespace split counts a sentence as one "word" (Gopher's mean word
+length rejects the page, a MinHash shingle is a clause, a 13-gram a paragraph).
+:func:`split_words` splits on whitespace as :func:`textstats.split_whitespace` does, then
+cuts every run of an unspaced script inside a token into words with a segmenter chosen by
+the row's language (``lang``, lid.176's codes), or by the run's script where the row's
+language does not say (a Chinese name inside an English page, a Thai quote in a Lao one).
+datatrove does the same per document with one tokenizer per language
+(``utils/word_tokenizers.py``: jieba for Chinese, SudachiPy via spaCy for Japanese,
+PyThaiNLP for Thai, LaoNLP, khmer-nltk, botok); here whitespace stays vectorised in Arrow
+and only the runs of unspaced scripts go through Python.
+
+Cost: a batch with no character of those scripts (one vectorised ASCII check, then one
+RE2 scan of the non-ASCII rows) returns ``split_whitespace``'s result unchanged, so
+English costs what it did. Where a batch has such runs, each distinct run of the batch is
+segmented once. The segmenters (:mod:`datacurate.text.segmenters`) load lazily, once per
+process; :func:`check_segmenters` turns a missing one into a config error before work starts.
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from datacurate.core.coerce import ConfigError
+from datacurate.text import segmenters as seg
+from datacurate.text import textstats as ts
+
+# Unicode blocks of scripts written without spaces between words. CJ: Han (with the
+# iteration marks 々〆〇) and kana run together, as Japanese mixes them within a word.
+_SCRIPTS = {
+    "cj": "\u3005-\u3007\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9f\U00020000-\U0003134f",
+    "thai": "\u0e00-\u0e7f",
+    "lao": "\u0e80-\u0eff",
+    "tibetan": "\u0f00-\u0fff",
+    "myanmar": "\u1000-\u109f\ua9e0-\ua9ff\uaa60-\uaa7f",
+    "khmer": "\u1780-\u17ff\u19e0-\u19ff",
+}
+_ALL = "".join(_SCRIPTS.values())
+_KANA = re.compile("[\u3040-\u30ff\u31f0-\u31ff\uff66-\uff9f]")
+# one group per script, then zero-width spaces (Khmer, Myanmar and Thai writers mark word
+# breaks with them): a separator
+_SEP = "\u200b\ufeff"
+_RUNS = re.compile("|".join(f"([{chars}]+)" for chars in _SCRIPTS.values()) + f"|([{_SEP}]+)")
+_RUN_SCRIPT = list(_SCRIPTS)
+
+
+def _re2_class(chars: str) -> str:
+    """The same character class in RE2's syntax (Arrow's regex kernels), ``\\x{...}`` escapes."""
+    return "".join(f"\\x{{{ord(c):x}}}" if c != "-" else "-" for c in chars)
+
+
+_RE2_UNSPACED = f"[{_re2_class(_ALL)}]"
+_RE2_EDGE_PUNCT = r"^[\pP\pZ]+|[\pP\pZ]+$"
+
+# The default language of each script (for a run the row's language does not cover) and
+# the script of each language whose words are not spaced.
+_SCRIPT_LANG = {"thai": "th", "lao": "lo", "tibetan": "bo", "myanmar": "my", "khmer": "km"}
+_LANG_SCRIPT = {"zh": "cj", "yue": "cj", "wuu": "cj", "gan": "cj", "ja": "cj", "th": "thai", "lo": "lao",
+                "bo": "tibetan", "dz": "tibetan", "my": "myanmar", "km": "khmer"}
+
+
+UNSPACED_LANGS = frozenset(_LANG_SCRIPT)  # lid.176's languages whose words need a segmenter
+
+
+def base_lang(lang) -> str | None:
+    """lid.176's code of ``lang``: ``zh``, ``zh_Hant``, ``zh-Hans``, ``__label__zh`` -> ``zh``."""
+    if lang is None or not isinstance(lang, str) or not lang:
+        return None
+    lang = lang.removeprefix("__label__")
+    return re.split(r"[_\-]", lang, maxsplit=1)[0].lower() or None
+
+
+def segmenter_for(lang, table: dict | None = None) -> str | None:
+    """The segmenter that cuts ``lang``'s words, or None where its script spaces words."""
+    code = base_lang(lang)
+    if code not in _LANG_SCRIPT:
+        return None
+    return {**seg.DEFAULT, **(table or {})}.get(code) or seg.DEFAULT[code]
+
+
+def check_segmenters(langs, table: dict | None = None) -> None:
+    """Raise :class:`ConfigError` (one line: the language, the package, the pip command) when
+    a segmenter that ``langs`` need is not importable or unknown. Call it before any work."""
+    for lang in langs or ():
+        name = segmenter_for(lang, table)
+        if name is None:
+            continue
+        if name not in seg.SEGMENTERS:
+            known = ", ".join(sorted(seg.SEGMENTERS))
+            raise ConfigError(f"words: language {lang!r}: unknown segmenter {name!r} (known: {known})")
+        problem = seg.unavailable(name)
+        if problem:
+            raise ConfigError(f"words: language {lang!r} needs the word segmenter {name!r}, which cannot be loaded "
+                              f"({problem}); install it with: pip install {seg.SEGMENTERS[name].pip}")
+
+
+def _row_langs(langs, n: int) -> list:
+    if langs is None or isinstance(langs, str):
+        return [langs] * n
+    if isinstance(langs, (pa.Array, pa.ChunkedArray)):
+        langs = langs.to_pylist()
+    out = list(langs)
+    if len(out) != n:
+        raise ValueError(f"words: {len(out)} languages for {n} texts")
+    return out
+
+
+def _run_lang(script: str, run: str, row_lang: str | None) -> str:
+    if _LANG_SCRIPT.get(row_lang) == script:
+        return row_lang
+    if script == "cj":
+        return "ja" if _KANA.search(run) else "zh"
+    return _SCRIPT_LANG[script]
+
+
+def unspaced_rows(texts: pa.Array) -> np.ndarray:
+    """Mask of rows holding any character of a script written without spaces (vectorised)."""
+    n = len(texts)
+    ascii_ = np.asarray(pc.string_is_ascii(texts).fill_null(True), dtype=bool)
+    out = np.zeros(n, dtype=bool)
+    rest = np.flatnonzero(~ascii_)
+    if len(rest):
+        found = pc.match_substring_regex(pc.take(texts, pa.array(rest)), _RE2_UNSPACED)
+        out[rest] = np.asarray(found.fill_null(False), dtype=bool)
+    return out
+
+
+def spaced(texts: pa.Array, langs=None, table: dict | None = None) -> pa.Array:
+    """``texts`` with every run of an unspaced script replaced by its words, one space between
+    and around them (zero-width spaces become spaces). Rows without such a run come back as
+    they were, so whatever splits text on spaces or separators afterwards (MinHash, DSIR's
+    features, decontamination's n-grams, fastText) finds words in every script.
+
+    ``langs``: None, one lid.176 code, or one per row (None / ``und`` allowed);
+    ``table`` overrides :data:`segmenters.DEFAULT` per language (``{"th": "icu"}``).
+    """
+    if isinstance(texts, pa.ChunkedArray):
+        texts = texts.combine_chunks()
+    rows = unspaced_rows(texts)
+    if not rows.any():
+        return texts
+    idx = np.flatnonzero(rows)
+    row_lang = _row_langs(langs, len(texts))
+    new = _Cutter(table).space_all(texts.take(pa.array(idx)).to_pylist(), [base_lang(row_lang[i]) for i in idx])
+    return pc.replace_with_mask(texts, pa.array(rows), pa.array(new, type=texts.type))
+
+
+def split_words(texts: pa.Array, langs=None, table: dict | None = None) -> ts.Pieces:
+    """Every document's tokens in order (the shape of :func:`textstats.split_whitespace`):
+    whitespace tokens, with each run of an unspaced script cut into its words
+    (:func:`spaced`; ``langs`` and ``table`` as there)."""
+    return ts.split_whitespace(spaced(texts, langs, table))
+
+
+def _spacing(c: str) -> bool:
+    return c.isspace() or c in _SEP
+
+
+class _Cutter:
+    """Segments the runs of one batch: each distinct (segmenter, language, run) once, all
+    runs of one segmenter in a few calls (:func:`segmenters.segment_runs`)."""
+
+    def __init__(self, table: dict | None):
+        self.table = table
+        self.groups: dict[tuple, dict[str, int]] = {}  # (segmenter, language, script) -> {run: index}
+        self.names: dict[str, str] = {}  # language -> segmenter
+
+    def find(self, text: str, lang: str | None) -> list[tuple]:
+        """(start, end, group, index of the run in its group) of every run; group None: a separator."""
+        found = []
+        for m in _RUNS.finditer(text):
+            if m.lastindex > len(_RUN_SCRIPT):  # zero-width spaces
+                found.append((m.start(), m.end(), None, 0))
+                continue
+            script, run = _RUN_SCRIPT[m.lastindex - 1], m.group()
+            run_lang = _run_lang(script, run, lang)
+            name = self.names.get(run_lang)
+            if name is None:
+                name = self.names[run_lang] = segmenter_for(run_lang, self.table)
+            key = (name, run_lang, script)
+            runs = self.groups.setdefault(key, {})
+            found.append((m.start(), m.end(), key, runs.setdefault(run, len(runs))))
+        return found
+
+    def space_all(self, texts: list[str], langs: list) -> list[str]:
+        found = [self.find(t, lang) for t, lang in zip(texts, langs)]
+        spaced_runs = {key: [" ".join(w) for w in _segment(key, list(runs))] for key, runs in self.groups.items()}
+        out = []
+        for text, runs in zip(texts, found):
+            parts, last = [], 0
+            for start, end, key, i in runs:
+                parts.append(text[last:start])
+                if key is None:
+                    parts.append(" ")
+                else:
+                    before = " " if start > 0 and not _spacing(text[start - 1]) else ""
+                    after = " " if end < len(text) and not _spacing(text[end]) else ""
+                    parts.append(before + spaced_runs[key][i] + after)
+                last = end
+            parts.append(text[last:])
+            out.append("".join(parts))
+        return out
+
+
+_WARNED: set = set()
+
+
+def _segment(key: tuple, runs: list[str]) -> list[list[str]]:
+    """The words of each run by segmenter ``key[0]``; the runs whole (and one warning per
+    process) where it is missing."""
+    name, lang, script = key
+    try:
+        cut = seg.segment_runs(name, lang, runs)
+    except ImportError as e:
+        if name not in _WARNED:
+            _WARNED.add(name)
+            warnings.warn(f"words: segmenter {name!r} for {lang!r} cannot be loaded ({e}); "
+                          f"its runs stay whole (pip install {seg.SEGMENTERS[name].pip})", stacklevel=4)
+        return [[run] for run in runs]
+    if script == "tibetan":  # the tsheg (syllable mark) is a separator, not part of a word
+        cut = [[w.strip("\u0f0b\u0f0c") for w in words] for words in cut]
+    return [[w for w in (w.strip() for w in words) if w] for words in cut]
+
+
+def words_of(texts: pa.Array, langs=None, table: dict | None = None) -> ts.Pieces:
+    """Words as :func:`textstats.words_of` counts them (punctuation stripped from the ends,
+    punctuation-only tokens dropped), from :func:`split_words`. Rows without an unspaced
+    script give exactly ``textstats.words_of``; pieces of segmented rows also lose Unicode
+    punctuation (``「」（）《》``) at their ends."""
+    if isinstance(texts, pa.ChunkedArray):
+        texts = texts.combine_chunks()
+    tokens = split_words(texts, langs, table)
+    stripped = pc.utf8_trim(tokens.values, ts.PUNCT)
+    rows = unspaced_rows(texts)
+    if rows.any():
+        wide = rows[tokens.doc]
+        more = pc.replace_substring_regex(stripped, _RE2_EDGE_PUNCT, "")
+        stripped = pc.if_else(pa.array(wide), more, stripped)
+    tokens = ts.Pieces(stripped, tokens.doc, tokens.offsets, tokens.n_docs)
+    return tokens.select(np.asarray(pc.greater(pc.utf8_length(stripped), 0).fill_null(False)))
