@@ -233,7 +233,7 @@ def profiled(cfg: PipelineConfig) -> tuple[tuple[str, ...], tuple[str, ...]]:
     the text; none when no stage does), and the columns stages count with a heading."""
     names = [INPUT_STAGE]
     for s in cfg.stages:
-        names.append(s.name)
+        names.append(s.cls.stats_key(s.config))  # as its rows' reject_stage names it (exact_dedup:url)
         if s.cls.rewrites_text(s.config):
             break
     else:

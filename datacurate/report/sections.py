@@ -61,13 +61,20 @@ def resolved(config: dict | None) -> dict[str, Any]:
     return out
 
 
+def _stats_key(name, params) -> str:
+    try:
+        return STAGES[name].stats_key(coerce(params or {}, STAGES[name].Config, name))
+    except (KeyError, TypeError, ValueError):  # not a stage of this version, or not its config
+        return name
+
+
 def raw_stages(config: dict | None, configs: dict) -> tuple[str, ...]:
     """For a run whose stats.json has no profile: the stages whose rejects still hold the
     input payload as text (as :func:`datacurate.engine.process.profiled` finds them)."""
     names = [INPUT_STAGE]
     for spec in (config or {}).get("stages") or []:
-        name = next(iter(spec)) if isinstance(spec, dict) and spec else spec
-        names.append(name)
+        name, params = next(iter(spec.items())) if isinstance(spec, dict) and spec else (spec, {})
+        names.append(_stats_key(name, params))  # as its rows' reject_stage names it (exact_dedup:url)
         if name in STAGES and name in configs and STAGES[name].rewrites_text(configs[name]):
             return tuple(names)
     return ()
