@@ -14,7 +14,7 @@ from datacurate.formats import storage
 from datacurate.configs.pipeline import ConfigError, load_config
 from datacurate.engine.ray.cluster import refuse_relative_in_job
 from datacurate.engine.ray.supervise import may_join, supervise
-from datacurate.core.errors import Interrupted, RunStopped, doing, explain, now_doing, stopped
+from datacurate.core.errors import Interrupted, RunStopped, as_interrupted, doing, explain, now_doing, stopped
 from datacurate.formats.io import InputError
 from datacurate.registry import STAGES
 from datacurate.formats.storage import StorageError
@@ -449,8 +449,8 @@ def main(argv: list[str] | None = None) -> int:
         refuse_relative_in_job({f"--{k}" if k != "output" or args.command != "report" else "OUT": getattr(args, k)
                                 for k in WRITES.get(args.command, ()) if getattr(args, k, None)})
         return args.fn(args)
-    except Interrupted as e:  # SIGINT / SIGTERM: what was done is journaled or checkpointed
-        return _interrupted(e, args)
+    except KeyboardInterrupt as e:  # SIGINT / SIGTERM: what was done is journaled or checkpointed
+        return _interrupted(as_interrupted(e), args)  # Ray's waits raise a plain KeyboardInterrupt
     except RunStopped as e:  # a run that had started: journaled, --resume continues it
         _say(str(e), args.debug)
         return e.exit_code

@@ -62,13 +62,20 @@ def resolved(config: dict | None) -> dict[str, Any]:
     return out
 
 
+def _stats_key(name, params) -> str:
+    try:
+        return STAGES[name].stats_key(coerce(params or {}, STAGES[name].Config, name))
+    except (KeyError, TypeError, ValueError):  # not a stage of this version, or not its config
+        return name
+
+
 def raw_stages(config: dict | None, configs: dict) -> tuple[str, ...]:
     """For a run whose stats.json has no profile: the stages whose rejects still hold the
     input payload as text (as :func:`datacurate.engine.process.profiled` finds them)."""
     names = [INPUT_STAGE]
     for spec in (config or {}).get("stages") or []:
-        name = next(iter(spec)) if isinstance(spec, dict) and spec else spec
-        names.append(name)
+        name, params = next(iter(spec.items())) if isinstance(spec, dict) and spec else (spec, {})
+        names.append(_stats_key(name, params))  # as its rows' reject_stage names it (exact_dedup:url)
         if name in STAGES and name in configs and STAGES[name].rewrites_text(configs[name]):
             return tuple(names)
     return ()
@@ -94,7 +101,7 @@ def funnel_section(stats: dict, scan: Scan, manifest: dict | None) -> str:
     records = (stats.get("input_files") or {}).get("warc_records") or {}
     parts = [f'<p>read {t.get("read", 0):,} = kept {t.get("kept", 0):,} + rejected {t.get("rejected", 0):,} '
              f'({"ok" if t.get("accounted") else "MISMATCH"}); {t.get("wall_seconds", 0):.1f} s wall</p>',
-             _records(t.get("read", 0), records),
+             _records(t.get("read", 0), records, (stats.get("input_files") or {}).get("archive_files") or {}),
              svg.hbars("documents kept and rejected by each stage", docs, ["kept", "rejected"], stacked=True,
                        colors=[svg.KEPT, svg.REJECTED], ends=ends)]
     order = list(stages)
@@ -112,14 +119,18 @@ def funnel_section(stats: dict, scan: Scan, manifest: dict | None) -> str:
     return svg.section("Funnel", *parts)
 
 
-def _records(documents: int, others: dict) -> str:
+def _records(documents: int, others: dict, files: dict) -> str:
     """The input's records by kind: the documents (the funnel's rows) and the WARC records
-    that are no document (requests, warcinfo, metadata, revisits; counted, never rows)."""
+    that are no document (requests, warcinfo, metadata, revisits, and documents of no web
+    scheme such as ``response (dns:)``; counted, never rows), with the archive files by kind
+    (WARC, WET, WAT, ARC)."""
     if not others:
         return ""
     rows = [("documents (response, resource, conversion)", [documents])] + [
         (f"{kind} (not a document)", [n]) for kind, n in sorted(others.items(), key=lambda kv: -kv[1])]
-    return svg.hbars(f"records read: {documents + sum(others.values()):,} (every WARC record, by type)", rows,
+    kinds = ", ".join(f"{n:,} {kind}" for kind, n in sorted(files.items()))
+    return svg.hbars(f"records read: {documents + sum(others.values()):,} (every WARC record, by type"
+                     f"{'; files: ' + kinds if kinds else ''})", rows,
                      ["records"], colors=["#bab0ac"])
 
 

@@ -269,6 +269,7 @@ def _phase_write(path: str, cfg: DecomposeConfig, out_dir: str, rates: dict, dom
 
 class Decompose(GlobalStage):
     name = "decompose"
+    side_inputs = ("mixture_file",)
     Config = DecomposeConfig
     columns: dict = {}
     requires = ("tokenize",)

@@ -250,6 +250,7 @@ def report(cfg: DsirConfig, target: np.ndarray, raw: np.ndarray, sel: np.ndarray
 
 class Dsir(GlobalStage):
     name = "dsir"
+    side_inputs = ("target.path",)
     Config = DsirConfig
     uses_words = True
     columns = {"dsir_log_weight": pa.float64(), "dsir_chunks": pa.int32()}

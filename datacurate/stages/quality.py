@@ -91,6 +91,8 @@ def pareto_draws(keys: list, seed: int, alpha: float) -> np.ndarray:
 
 class Quality(Stage):
     name = "quality"
+    side_inputs = ("model",)
+    local_side_inputs = ("model",)
     Config = QualityConfig
     uses_words = True
     columns = {"quality_score": pa.float32()}

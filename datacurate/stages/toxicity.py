@@ -157,6 +157,8 @@ class WordList:
 
 class Toxicity(Stage):
     name = "toxicity"
+    side_inputs = ("classifier.model", "wordlist.lists")
+    local_side_inputs = ("classifier.model", "wordlist.lists")
     Config = ToxicityConfig
     uses_words = True
     columns = {"toxicity_score": pa.float32(), "toxicity_wordlist_hits": pa.int32()}
