@@ -41,8 +41,6 @@ KNOWN = {
     ("my_Mymr", "salad"): "as de salad; datatrove rejects it (list_ratio): pyidaungsu finds fewer words than ICU",
     ("km_Khmr", "menu"): "newlines per word under FineWeb-2's 0.361 with ICU's Khmer words; datatrove (khmer-nltk, "
                          "fewer words) rejects it as list_ratio",
-    ("vi_Latn", "repeated"): "the UDHR's Vietnamese is not NFC (combining tone marks) and FineWeb-2's stop words "
-                             "are: no stop word matches, gopher/stop_words comes first",
     ("ko_Hang", "repeated"): "FineWeb-2's Korean stop words are morphemes (의 는 에 을: datatrove splits with Kiwi); "
                              "whitespace words match none in these three paragraphs",
     ("ml_Mlym", "repeated"): "no whitespace word of these three paragraphs is one of FineWeb-2's Malayalam stop words",

@@ -221,9 +221,13 @@ class Rows:
             enc = enc.combine_chunks()
         lists = [stop_list(r.get(key) or []) for r in self.rules]
         distinct = sorted(set(lists))
+        # compared in Unicode's composed form (NFC) on both sides: a page that writes its accents
+        # as combining marks (decomposed Vietnamese, "e" + U+0301) still matches its stop words
+        words_nfc = pc.utf8_normalize(enc.dictionary, form="NFC")
         table = np.zeros((len(distinct), len(enc.dictionary)), dtype=bool)  # (lists, distinct words)
         for i, stop in enumerate(distinct):
-            table[i] = np.asarray(pc.is_in(enc.dictionary, value_set=pa.array(stop, enc.dictionary.type)), dtype=bool)
+            nfc = pa.array([unicodedata.normalize("NFC", w) for w in stop], words_nfc.type)
+            table[i] = np.asarray(pc.is_in(words_nfc, value_set=nfc), dtype=bool)
         which = np.array([distinct.index(x) for x in lists], dtype=np.int64)[self.idx]  # per document
         return table[which[word_doc], np.asarray(enc.indices, dtype=np.int64)]
 

@@ -132,3 +132,23 @@ def test_stop_words_are_compared_as_words_are():
     words = pa.array(["དང", "ལ", "ཀ", "The"])
     r = HeuristicsConfig().table().rows(pa.array(["bo", "en"]), None, 2)
     assert list(r.stop_word_hits(words, np.array([0, 0, 0, 1]))) == [True, True, False, True]
+
+
+def test_stop_words_match_decomposed_accents():
+    """Vietnamese written with combining marks (NFD, as the UDHR's is) matches FineWeb-2's
+    composed (NFC) stop words: both sides are compared in NFC."""
+    import unicodedata
+
+    from datacurate.stages.heuristics import Heuristics
+    from datacurate.text.words import words_of
+
+    text = ("Mọi người sinh ra đều được tự do và bình đẳng về nhân phẩm và quyền lợi. "
+            "Mọi người đều được tạo hóa ban cho lý trí và lương tâm.")
+    nfd = unicodedata.normalize("NFD", text)
+    assert nfd != text
+    stage = Heuristics()
+    table = pa.table({"text": [text, nfd], "lang": ["vi", "vi"]})
+    words = words_of(table.column("text").combine_chunks(), "vi")
+    hits = stage.rows(table).stop_word_hits(words.values, words.doc)
+    per_doc = np.bincount(words.doc[hits], minlength=2)
+    assert per_doc[0] >= 5 and per_doc[1] == per_doc[0]
