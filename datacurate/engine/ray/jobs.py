@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import socket
+import sys
 import time
 from dataclasses import dataclass
 from typing import Callable, Iterator, Optional
@@ -47,7 +48,7 @@ def run_jobs(jobs: list[Job], limit: int) -> Iterator[tuple[Job, dict]]:
     import ray
 
     remote = ray.remote(max_retries=0)(_call)  # a job resumes itself (--resume), it is not re-run blind
-    pending, done, running = list(jobs), set(), {}
+    pending, done, running, interrupted = list(jobs), set(), {}, False
     try:
         while pending or running:
             for job in [j for j in pending if j.after is None or j.after in done]:
@@ -60,6 +61,7 @@ def run_jobs(jobs: list[Job], limit: int) -> Iterator[tuple[Job, dict]]:
             try:
                 ready, _ = ray.wait(list(running), num_returns=1)
             except KeyboardInterrupt as e:  # Ray's own, in place of the CLI's Interrupted
+                interrupted = True
                 raise errors.as_interrupted(e) from None
             job = running.pop(ready[0])
             try:
@@ -68,6 +70,6 @@ def run_jobs(jobs: list[Job], limit: int) -> Iterator[tuple[Job, dict]]:
                 raise (e.cause if isinstance(e.cause, Exception) else e) from e
             done.add(job.key)
             yield job, out
-    finally:
-        for ref in running:
+    finally:  # not on Ctrl-C (see tasks.run_items: a cancel racing with a SIGINT-ended task's reply aborts the driver)
+        for ref in [] if interrupted or isinstance(sys.exc_info()[1], KeyboardInterrupt) else running:
             ray.cancel(ref, force=True)

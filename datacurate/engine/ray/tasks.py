@@ -15,6 +15,7 @@ itself, which stops the run (the other tasks are cancelled).
 from __future__ import annotations
 
 import itertools
+import sys
 from typing import Callable, Iterator, Sequence
 
 import pyarrow as pa
@@ -49,7 +50,7 @@ def run_items(items: Sequence[str], fn: Callable, fn_kwargs: dict) -> Iterator[p
         return
     remote, kwargs = _remote(), ray.put(fn_kwargs)
     ahead = max(16, IN_FLIGHT_PER_CPU * int(ray.cluster_resources().get("CPU", 1)))
-    todo, running = iter(items), []
+    todo, running, interrupted = iter(items), [], False
     try:
         while True:
             running += [remote.remote(fn, item, kwargs) for item in itertools.islice(todo, ahead - len(running))]
@@ -59,11 +60,16 @@ def run_items(items: Sequence[str], fn: Callable, fn_kwargs: dict) -> Iterator[p
                 done, running = ray.wait(running, num_returns=1)
                 results = ray.get(done)
             except KeyboardInterrupt as e:  # Ray's own, in place of the CLI's Interrupted
+                interrupted = True
                 raise errors.as_interrupted(e) from None
             for tables in results:
                 yield from tables
-    finally:  # an error, Ctrl-C, or a consumer that stopped early: what still runs is cancelled
-        for ref in running:
+    finally:  # an error, or a consumer that stopped early: what still runs is cancelled
+        # not on Ctrl-C: a terminal's SIGINT reaches the workers too, and a cancel racing with
+        # the reply of a task its SIGINT ended aborts the driver inside Ray's core worker (Ray
+        # 2.60, task_manager.cc "Tried to complete task that was not pending"); the tasks end
+        # with the driver, whose Ray shuts down (or, on a cluster, ends the job's workers)
+        for ref in [] if interrupted or isinstance(sys.exc_info()[1], KeyboardInterrupt) else running:
             try:
                 ray.cancel(ref)
             except Exception:  # noqa: BLE001 - best effort: Ray may be shutting down
