@@ -9,7 +9,8 @@ Tibetan script) and for English (the fast path), on the same texts, one core, CP
   SudachiPy mode A, fugashi + unidic-lite, PyThaiNLP newmm-safe, LaoNLP, khmer-nltk,
   pyidaungsu), called once per document;
 * **datatrove**: ``load_word_tokenizer(<iso639-3>_<Script>).word_tokenize`` (the keys
-  FineWeb-2's configs use), once per document.
+  FineWeb-2's configs use), once per document;
+* **a stage's cost**: MinHash signatures (128 permutations, 5-word shingles) of the same texts.
 
 Agreement: word-span F1 against datatrove's words (FineWeb-2 fitted its per-language
 thresholds on them), counting only words made of the unspaced script's characters, each
@@ -42,6 +43,7 @@ from _common import CORPUS, N_CPUS_VISIBLE, ROOT, read_jsonl
 
 import pyarrow as pa  # noqa: E402
 
+from datacurate.text import minhash  # noqa: E402
 from datacurate.text import segmenters as seg  # noqa: E402
 from datacurate.text import words  # noqa: E402
 
@@ -176,6 +178,7 @@ def run_lang(lang: str, repeats: int, dt) -> dict:
     res = {"documents": len(docs), "chars": chars, "source": source, "default": seg.DEFAULT[lang], "tokenizers": {}}
     split = {}
 
+    res["minhash_chars_per_s"] = round(chars / timed(lambda d: minhash.signatures(arr, 128, 5, 1, lang), docs, repeats)[0])
     cpu, p = timed(lambda d: words.split_words(arr, lang), docs, repeats)  # the Pieces, as the stages take them
     split["datacurate"] = [p.values[p.offsets[i]:p.offsets[i + 1]].to_pylist() for i in range(p.n_docs)]
     res["tokenizers"]["datacurate"] = {"cpu_s": cpu, "what": f"words.split_words (segmenter {seg.DEFAULT[lang]})"}
@@ -219,6 +222,8 @@ def run_spaced(repeats: int, dt, name: str, docs: list[str], source: str) -> dic
 
     arr = pa.array(docs, pa.large_string())
     res = {"documents": len(docs), "chars": sum(map(len, docs)), "source": source, "tokenizers": {}}
+    res["minhash_chars_per_s"] = round(res["chars"] / timed(lambda d: minhash.signatures(arr, 128, 5, 1, name), docs,
+                                                            7 * repeats)[0])
     for label, fn in (("split_whitespace (before)", lambda d: ts.split_whitespace(arr)),
                       ("datacurate", lambda d: words.split_words(arr, name))):
         cpu, p = timed(fn, docs, 7 * repeats)

@@ -6,8 +6,9 @@ such a bound costs here: it rebuilds the labelled examples of
 ``classifiers/recipes/quality.py`` (needs ``sample_data/.cache``, see that recipe), takes
 the same held-out split as the shipped card (source documents, ``holdout_frac`` 0.2,
 seed 0), and scores the held-out examples with the shipped model at several
-``max_chars``. Reported per bound: ROC-AUC, precision / recall / F1 at 0.5, ROC-AUC by
-length tercile, and the share of held-out decisions (at 0.5) equal to the unbounded
+``max_chars``. Reported per bound: ROC-AUC, precision / recall / F1 at the card's decision
+threshold (0.5 for a card without one), ROC-AUC by
+length tercile, and the share of held-out decisions (at that threshold) equal to the unbounded
 model's; plus the same decision agreement on sample_data's English corpus documents.
 
     .venv/bin/python benchmarks/eval_classifier_prefix.py   # ~1 min
@@ -54,6 +55,7 @@ def main() -> None:
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "classifier_prefix.json"))
     args = ap.parse_args()
     card = load_card(args.model)
+    thr = card.get("decision_threshold", {}).get("threshold", 0.5)
     with tempfile.TemporaryDirectory() as tmp:
         texts, y = heldout_examples(Path(tmp), card)
     from bench_classifiers import english_texts  # sample_data's English documents
@@ -72,13 +74,13 @@ def main() -> None:
         sc = np.nan_to_num(scorer.score(corpus), nan=0.0)
         if full is None:
             full, full_corpus = s, sc
-        m = binary_metrics(s, y)
+        m = binary_metrics(s, y, thr)
         m["roc_auc_by_length_tercile"] = {
             f"{int(lo)}-{int(hi)} chars": round(roc_auc(s[(length >= lo) & (length <= hi)],
                                                         y[(length >= lo) & (length <= hi)]), 4)
             for lo, hi in zip(edges[:-1], edges[1:])}
-        m["heldout_decisions_as_unbounded"] = round(float(np.mean((s >= 0.5) == (full >= 0.5))), 4)
-        m["corpus_decisions_as_unbounded"] = round(float(np.mean((sc >= 0.5) == (full_corpus >= 0.5))), 4)
+        m["heldout_decisions_as_unbounded"] = round(float(np.mean((s >= thr) == (full >= thr))), 4)
+        m["corpus_decisions_as_unbounded"] = round(float(np.mean((sc >= thr) == (full_corpus >= thr))), 4)
         out["heldout_over_bound"][bound] = int((length > bound).sum())
         out["bounds"][bound] = m
         print(bound, json.dumps(m), file=sys.stderr)

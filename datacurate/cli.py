@@ -14,7 +14,7 @@ from datacurate.formats import storage
 from datacurate.configs.pipeline import ConfigError, load_config
 from datacurate.engine.ray.cluster import refuse_relative_in_job
 from datacurate.engine.ray.supervise import may_join, supervise
-from datacurate.core.errors import Interrupted, RunStopped, doing, explain, now_doing, stopped
+from datacurate.core.errors import Interrupted, RunStopped, as_interrupted, doing, explain, now_doing, stopped
 from datacurate.formats.io import InputError
 from datacurate.registry import STAGES
 from datacurate.formats.storage import StorageError
@@ -164,8 +164,16 @@ def cmd_train_classifier(args) -> int:
 def cmd_train_tokenizer(args) -> int:
     from datacurate.formats.tokenizer import file_sha256, iter_texts, load_tokenizer, train_tokenizer
 
-    tok = train_tokenizer(iter_texts(args.inputs), vocab_size=args.vocab_size, min_frequency=args.min_frequency,
-                          bos=args.bos)
+    texts, balance = iter_texts(args.inputs), {}
+    if args.alpha is not None:
+        from datacurate.formats.balance import balanced_texts
+
+        texts = balanced_texts(args.inputs, args.alpha, column=args.by, report=balance)
+    tok = train_tokenizer(texts, vocab_size=args.vocab_size, min_frequency=args.min_frequency, bos=args.bos)
+    if balance:
+        kept = sum(v["bytes"] * v["kept_fraction"] for v in balance.values())
+        print(f"balanced over {len(balance)} values of {args.by} (alpha {args.alpha}): about "
+              f"{kept / max(sum(v['bytes'] for v in balance.values()), 1):.1%} of the text's bytes trained on")
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     tok.save(args.out)
     _, info = load_tokenizer(args.out)
@@ -356,6 +364,10 @@ def build_parser() -> argparse.ArgumentParser:
     tt.add_argument("--vocab-size", type=int, default=8192, help="vocabulary size, special tokens included")
     tt.add_argument("--min-frequency", type=int, default=2, help="merges need at least this many occurrences")
     tt.add_argument("--bos", action="store_true", help="also add a <|bos|> token (EOS <|endoftext|> always)")
+    tt.add_argument("--alpha", type=float, default=None, help="balance the training text over languages by "
+                    "temperature sampling (each gets (bytes share)^alpha; XLM: 0.5, XLM-R / mT5 data: 0.3); "
+                    "reads Parquet with the --by column, e.g. a run's kept/")
+    tt.add_argument("--by", default="lang", help="with --alpha: the column whose values are balanced")
     tt.add_argument("--out", required=True, help="tokenizer.json to write")
     tt.set_defaults(fn=cmd_train_tokenizer)
     de = sub.add_parser("dedup-eval", help="precision / recall of near dedup on known duplicate pairs")
@@ -437,8 +449,8 @@ def main(argv: list[str] | None = None) -> int:
         refuse_relative_in_job({f"--{k}" if k != "output" or args.command != "report" else "OUT": getattr(args, k)
                                 for k in WRITES.get(args.command, ()) if getattr(args, k, None)})
         return args.fn(args)
-    except Interrupted as e:  # SIGINT / SIGTERM: what was done is journaled or checkpointed
-        return _interrupted(e, args)
+    except KeyboardInterrupt as e:  # SIGINT / SIGTERM: what was done is journaled or checkpointed
+        return _interrupted(as_interrupted(e), args)  # Ray's waits raise a plain KeyboardInterrupt
     except RunStopped as e:  # a run that had started: journaled, --resume continues it
         _say(str(e), args.debug)
         return e.exit_code

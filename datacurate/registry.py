@@ -6,6 +6,7 @@ stage class declares.
 """
 
 from datacurate.stages.base import Stage
+from datacurate.stages.score_rank import ScoreRank
 from datacurate.stages.decompose import Decompose
 from datacurate.stages.decontaminate import Decontaminate
 from datacurate.stages.dedup_exact import ExactDedup
@@ -15,6 +16,7 @@ from datacurate.stages.extract import Extract
 from datacurate.stages.export_tokens import ExportTokens
 from datacurate.stages.heuristics import Heuristics
 from datacurate.stages.langid import LangId
+from datacurate.stages.model_classifier import ModelClassifier
 from datacurate.stages.pii import Pii
 from datacurate.stages.quality import Quality
 from datacurate.stages.tokenize import Tokenize
@@ -31,5 +33,5 @@ def register(cls: type[Stage]) -> type[Stage]:
 
 
 for _cls in (UrlFilter, Extract, LangId, Heuristics, Quality, Toxicity, Pii, Decontaminate, ExactDedup, NearDedup, Dsir,
-             Tokenize, Decompose, ExportTokens):
+             Tokenize, Decompose, ExportTokens, ModelClassifier, ScoreRank):
     register(_cls)

@@ -51,8 +51,8 @@ REASONS = {
     D + "missing.html": "extract/http_status",
     D + "file.png": "extract/not_html",
     D + "shared-mime-info-spec.pdf": "extract/not_html",
-    OLD: "exact_dedup/duplicate",  # an older capture of a URL: never extracted
-    DEAD: "exact_dedup/duplicate",  # the newer capture is a 404: the older 200 stays (above)
+    OLD: "exact_dedup:url/duplicate",  # an older capture of a URL: never extracted
+    DEAD: "exact_dedup:url/duplicate",  # the newer capture is a 404: the older 200 stays (above)
 }
 TAG = re.compile(r"</?(html|head|body|title|meta|div|span|p|a|pre|table|tr|td|ul|li|h\d|br|img|script|style)\b[^>]*>",
                  re.I)
@@ -115,7 +115,7 @@ def test_every_record_kept_or_rejected_with_its_reason(clean):
     assert {u: r.get("reject_reason") for u, r in rows.items()} == REASONS
     # the two exact_dedup stages are counted apart, and each saved its own filter
     st = rep["stages"]
-    assert st["exact_dedup:url"]["in"] == len(REASONS) and st["exact_dedup:url"]["rejected"] == {"exact_dedup/duplicate": 2}
+    assert st["exact_dedup:url"]["in"] == len(REASONS) and st["exact_dedup:url"]["rejected"] == {"exact_dedup:url/duplicate": 2}
     assert rows[DEAD]["http_status"] == 404 and rows[DEAD]["date"] == "2031-01-02T03:04:05.123456Z"
     assert rows[D + "html/The-Basics.html"]["date"] < rows[DEAD]["date"]  # the older, live capture was kept
     assert st["exact_dedup"]["in"] == 3 and st["exact_dedup:url"]["metrics"]["filter_saved_to"] != \

@@ -85,3 +85,31 @@ def _python_with_private_ray(code: str) -> subprocess.CompletedProcess:
                               env=dict(env, RAY_AUTH_MODE="disabled", RAY_TMPDIR=temp))
     finally:
         shutil.rmtree(temp, ignore_errors=True)
+
+
+def test_ctrl_c_while_waiting_on_ray_tasks_is_the_clis_interrupt():
+    """A real SIGINT while the driver waits in ``ray.wait`` (engine/ray/tasks.py): Ray catches
+    the CLI handler's Interrupted inside its own signal check and raises a plain
+    KeyboardInterrupt (a 40-line traceback with no --resume hint, before); the seam gives
+    back the CLI's Interrupted, naming the work (exit 130)."""
+    code = ("import os, signal, threading, time\n"
+            "from datacurate.cli import _catch_interrupts\n"
+            "from datacurate.configs.pipeline import RayConfig\n"
+            "from datacurate.core.errors import doing\n"
+            "from datacurate.engine.ray import cluster\n"
+            "from datacurate.engine.ray.tasks import run_items\n"
+            "def hold(table):\n"
+            "    time.sleep(300)\n"
+            "    return table\n"
+            "cluster.init_ray(RayConfig(num_cpus=1, object_store_memory_mb=100))\n"
+            "_catch_interrupts()\n"
+            "threading.Timer(5, os.kill, (os.getpid(), signal.SIGINT)).start()\n"
+            "try:\n"
+            "    with doing('heuristics'):\n"
+            "        list(run_items(['x'], hold, {}))\n"
+            "except KeyboardInterrupt as e:\n"
+            "    print(type(e).__name__, getattr(e, 'during', None), getattr(e, 'exit_code', None))\n"
+            "finally:\n"
+            "    cluster.shutdown()\n")
+    res = _python_with_private_ray(code)
+    assert res.stdout.strip().splitlines()[-1] == "Interrupted heuristics 130", (res.stdout, res.stderr[-2000:])

@@ -93,3 +93,29 @@ def test_benchmarks_and_a_saved_filter_are_staged(tmp_path, monkeypatch):
         # the report names the user's files, not the staged copies (origin.json beside each copy)
         assert {k: [str(Path(f).resolve()) for f in v["files"]] for k, v in a.info.items()} == \
             {k: v["files"] for k, v in b.info.items()}, (a.info, b.info)
+
+
+def test_stages_declare_their_side_inputs_and_the_engine_names_none():
+    """Each stage declares on its class the config fields naming its side inputs (as it declares
+    its columns); engine/side.py reads the declarations and names no stage and no field."""
+    import dataclasses
+
+    from datacurate.engine import side
+    from datacurate.registry import STAGES
+
+    declared = {name: cls.side_inputs for name, cls in STAGES.items() if cls.side_inputs}
+    assert {"url_filter", "langid", "quality", "toxicity", "tokenize", "dsir", "decompose", "decontaminate",
+            "exact_dedup"} <= set(declared)
+    for name, cls in STAGES.items():
+        assert set(cls.local_side_inputs) <= set(cls.side_inputs), name
+        for dotted in cls.side_inputs:  # each names a field of the stage's config
+            obj = cls.Config
+            for part in dotted.split("."):
+                fields = {f.name: f for f in dataclasses.fields(obj)}
+                assert part in fields, (name, dotted)
+                obj = fields[part].default_factory if fields[part].default_factory is not dataclasses.MISSING \
+                    else type(fields[part].default)
+    source = Path(side.__file__).read_text()
+    named = [n for n in STAGES if f'"{n}"' in source] + \
+        [f for cls in STAGES.values() for f in cls.side_inputs if f'"{f}"' in source]
+    assert named == []

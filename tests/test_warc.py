@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import os
 from pathlib import Path
 
 import pyarrow as pa
@@ -225,7 +226,15 @@ def test_bad_records_and_files(tmp_path):
 AGREE = ["example.warc.gz", "example.warc", "example.arc", "example.arc.gz", "example-iana.org-chunked.warc",
          "example-resource.warc.gz", "example-wget-bad-target-uri.warc.gz", "example-space-in-url.arc",
          "post-test.warc.gz", "whirlwind.warc.gz", "whirlwind.warc.wet.gz", "example-digest.warc",
-         "example-space-in-target-uri.warc.gz"]
+         "example-space-in-target-uri.warc.gz", "node-warc-books.toscrape.warc", "wail-stringjs.warc",
+         "wget-1.14-IAH-urls.warc.gz", "gowarc-test.warc.gz"]
+# the producers (tests/data/warc/README.md): each file's warcinfo / filedesc names its writer
+PRODUCERS = {"example.warc.gz": "Webrecorder Platform v3.7", "example-iana.org-chunked.warc": "warcprox 1.4",
+             "example-space-in-target-uri.warc.gz": "Perma.cc", "example-wget-bad-target-uri.warc.gz": "Wget/1.19.4",
+             "wget-1.14-IAH-urls.warc.gz": "Wget/1.14", "whirlwind.warc.gz": "Apache Nutch 1.19",
+             "whirlwind.warc.wet.gz": "ia-web-commons", "node-warc-books.toscrape.warc": "node-warc (no warcinfo)",
+             "wail-stringjs.warc": "WAIL/WAIL-Archiver", "gowarc-test.warc.gz": "CorentinB/warc (Go)",
+             "example.arc": "live-web-example (ARC v1)"}
 
 
 @pytest.mark.parametrize("name", AGREE)
@@ -235,14 +244,100 @@ def test_warcio_agrees_record_for_record(name):
     with open(path, "rb") as f:
         for r in ArchiveIterator(f, arc2warc=True):
             body = r.content_stream().read()
-            status = r.http_headers.get_statuscode() if r.http_headers and r.rec_type == "response" else None
+            url = r.rec_headers.get_header("WARC-Target-URI") or ""
+            status = (r.http_headers.get_statuscode() if r.http_headers and r.rec_type == "response"
+                      and url.startswith(("http:", "https:")) else None)
             theirs.append((r.rec_type, r.rec_headers.get_header("WARC-Target-URI"), status and int(status),
-                           body if r.rec_type in warc.DOCUMENTS else None))
+                           body if r.rec_type in warc.DOCUMENTS and (url or "http:").startswith(("http:", "https:"))
+                           else None))
     plan = plan_reads(InputConfig(path=[path]))
-    ours = [(r.warc_type, r.url, r.http_status, r.payload if r.warc_type in warc.DOCUMENTS else None)
+    web = ("http:", "https:")  # warcio parses HTTP only under these schemes
+    ours = [(r.warc_type, r.url, r.http_status if (r.url or "").startswith(web) else None,
+             r.payload if r.warc_type in warc.DOCUMENTS and (r.url or "http:").startswith(web) else None)
             for task in plan for r in warc.records(task) if r.damage is None]
     assert [(t, u, s) for t, u, s, _ in ours] == [(t, u, s) for t, u, s, _ in theirs]
     assert [p for *_, p in ours] == [p for *_, p in theirs]
+
+
+@pytest.mark.parametrize("name", sorted(PRODUCERS))
+def test_every_document_record_is_one_row_by_record_id(name):
+    """Every response / resource / conversion record warcio reads, of a web URL, is exactly one
+    row, matched by WARC-Record-ID (ARC: by offset, warcio makes its ids up); those of another
+    scheme are counted by type and scheme, never rows."""
+    path = DATA / name
+    docs, others = [], {}
+    with open(path, "rb") as f:
+        it = ArchiveIterator(f, arc2warc=True)
+        for r in it:
+            url = r.rec_headers.get_header("WARC-Target-URI") or ""
+            key = r.rec_headers.get_header("WARC-Record-ID") if ".arc" not in name else it.get_record_offset()
+            if r.rec_type in warc.DOCUMENTS and url.lower().startswith(("http:", "https:", "ftp:")):
+                docs.append(key)
+            elif r.rec_type in warc.DOCUMENTS:
+                kind = f"{r.rec_type} ({url.split(':', 1)[0].lower()}:)"
+                others[kind] = others.get(kind, 0) + 1
+    cfg, counters = InputConfig(path=[str(path)]), {}
+    rows = [r for task in plan_reads(cfg) for t in read_task(task.to_dict(), cfg, counters) for r in t.to_pylist()]
+    assert [r["warc_offset" if ".arc" in name else "id"] for r in rows] == docs
+    assert all(r["reject_reason"] is None for r in rows)
+    assert {k: v for k, v in counters["warc_records"].items() if k.split(" ")[0] in warc.DOCUMENTS} == others
+
+
+def test_records_ended_by_a_single_crlf_are_read_once():
+    """node-warc (and WAIL, which writes with it) ends each record with one CRLF, not two: 3
+    request / response pairs are 3 rows and 3 requests, no damage (59 corrupt rows for 30 pairs before)."""
+    raw = (DATA / "node-warc-books.toscrape.warc").read_bytes()
+    assert raw.count(b"\r\nWARC/1.1\r\n") == 5 and b"\r\n\r\n\r\n\r\nWARC/1.1" not in raw
+    table, _, counters = read_all(DATA / "node-warc-books.toscrape.warc")
+    assert table.column("reject_reason").to_pylist() == [None] * 3
+    assert counters["warc_records"] == {"request": 3}
+
+
+def test_targets_of_no_web_scheme_are_counted_not_rows():
+    """Heritrix's ``dns:`` lookups (an ARC of Heritrix 1.x) and a ``chrome-extension://`` file
+    (WAIL): counted by type and scheme in stats.json and the funnel, never document rows."""
+    table, _, counters = read_all(DATA / "heritrix-1-blackbook.arc")
+    assert counters["warc_records"] == {"warcinfo": 1, "response (dns:)": 1}
+    assert table.num_rows == 4 and all(u.startswith("http://www.archive.org/") for u in table.column("url").to_pylist())
+    assert counters["archive_files"] == {"ARC": 1}
+    table, _, counters = read_all(DATA / "wail-stringjs.warc")
+    assert counters["warc_records"]["response (chrome-extension:)"] == 1
+    assert not any(u.startswith("chrome-extension:") for u in table.column("url").to_pylist())
+    from datacurate.report.sections import _records
+
+    assert "response (dns:) (not a document)" in _records(4, {"response (dns:)": 1}, {"ARC": 1})
+
+
+def test_a_wat_file_is_named_and_its_records_counted():
+    cfg = InputConfig(path=[str(DATA / "whirlwind.warc.wat.gz")])
+    plan = plan_reads(cfg)
+    counters: dict = {}
+    assert [t for task in plan for t in read_task(task.to_dict(), cfg, counters)] == []
+    assert counters["archive_files"] == {"WAT": 1}
+    with open(DATA / "whirlwind.warc.wat.gz", "rb") as f:  # as warcio counts them
+        types = [r.rec_type for r in ArchiveIterator(f)]
+    assert counters["warc_records"] == {t: types.count(t) for t in types} == {"warcinfo": 1, "metadata": 1}
+
+
+def _understated(data: bytes) -> bytes:
+    """A WARC whose response record's Content-Length is 100 bytes short of its block."""
+    i = data.index(b"WARC-Type: response")
+    j = data.index(b"Content-Length: ", i) + len(b"Content-Length: ")
+    k = data.index(b"\r\n", j)
+    return data[:j] + str(int(data[j:k]) - 100).encode() + data[k:]
+
+
+def test_an_understated_content_length_is_one_row(tmp_path):
+    import re
+
+    bad = _understated((DATA / "example.warc").read_bytes())
+    starts = [m.start() for m in re.finditer(rb"WARC/1\.0\r\n", bad)] + [len(bad)]
+    (tmp_path / "u.warc").write_bytes(bad)
+    (tmp_path / "u.warc.gz").write_bytes(b"".join(gzip.compress(bad[a:b]) for a, b in zip(starts, starts[1:])))
+    for p in (tmp_path / "u.warc", tmp_path / "u.warc.gz"):
+        table, _, counters = read_all(p)
+        assert table.column("reject_reason").to_pylist() == ["input/corrupt_record"], p
+        assert counters["warc_records"] == {"warcinfo": 2, "request": 2, "revisit": 1}
 
 
 def test_arc_headers_without_a_length_are_rejects():
@@ -353,3 +448,114 @@ def test_dates_are_iso_8601_utc_to_the_microsecond(tmp_path):
             _response(w, f"http://example.org/{i}", _html(str(i)).encode(), "text/html", warc_headers_dict={"WARC-Date": d})
     t, _, _ = read_all(path)
     assert t.column("date").to_pylist() == list(dates.values())
+
+
+def test_two_files_with_the_same_records_give_distinct_row_ids(tmp_path):
+    """A copy of a WARC beside it (the same WARC-Record-IDs): every row its own id, qualified by
+    its file; one file alone keeps the bare WARC-Record-ID."""
+    (tmp_path / "in").mkdir()
+    for name in ("a.warc.gz", "b.warc.gz"):
+        (tmp_path / "in" / name).write_bytes((DATA / "example.warc.gz").read_bytes())
+    table, _, _ = read_all(tmp_path / "in")
+    ids = table.column("id").to_pylist()
+    assert len(ids) == len(set(ids)) == 2
+    single, _, _ = read_all(DATA / "example.warc.gz")
+    (bare,) = single.column("id").to_pylist()
+    assert sorted(ids) == [f"a.warc.gz#{bare}", f"b.warc.gz#{bare}"]
+
+
+def _peak_bytes(fn) -> int:
+    """The most memory Python objects held while ``fn`` ran a second time (the first imports
+    and fills caches; tracemalloc: bytes objects, not FastWARC's or Arrow's own buffers)."""
+    import tracemalloc
+
+    fn()
+    tracemalloc.start()
+    try:
+        fn()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+@pytest.mark.parametrize("encoding", ["gzip", "deflate", "br"])
+def test_a_decompression_bomb_is_inflated_only_to_the_cap(tmp_path, encoding):
+    """32 MB of HTML compressed to a few KB: inflated to 4 x max_doc_chars bytes at most, the
+    record rejected as input/doc_too_large, and the reader never holds the 32 MB."""
+    import zlib
+
+    import brotli
+
+    page = b"<html><body>" + b"<p>All work and no play makes Jack a dull boy.</p>" * 650_000
+    body = {"gzip": gzip.compress(page), "deflate": zlib.compress(page),
+            "br": brotli.compress(page, quality=4)}[encoding]
+    path = tmp_path / "bomb.warc.gz"
+    with open(path, "wb") as f:
+        w = WARCWriter(f, gzip=True)
+        http = StatusAndHeaders("200 OK", [("Content-Type", "text/html"), ("Content-Encoding", encoding),
+                                           ("Content-Length", str(len(body)))], protocol="HTTP/1.1")
+        w.write_record(w.create_warc_record("http://example.org/bomb", "response", payload=io.BytesIO(body),
+                                            http_headers=http))
+        _response(w, "http://example.org/fine", _html("fine").encode(), "text/html")
+    got = {}
+    peak = _peak_bytes(lambda: got.update(rows=read_all(path, max_doc_chars=100_000)[0].to_pylist()))
+    assert [r["reject_reason"] for r in got["rows"]] == ["input/doc_too_large", None]
+    assert len(got["rows"][0]["text"]) <= 400_001
+    assert peak < 8 << 20, peak  # the page is 32 MB
+
+
+def test_binary_and_oversized_payloads_are_not_read_whole(tmp_path):
+    """A 24 MB image is a row with empty text, its bytes never held; a 24 MB text payload over
+    the cap is input/doc_too_large with only its first bytes held."""
+    blob = os.urandom(24 << 20)
+    path = tmp_path / "big.warc"
+    with open(path, "wb") as f:
+        w = WARCWriter(f, gzip=False)
+        _response(w, "http://example.org/photo.jpg", blob, "image/jpeg")
+        _response(w, "http://example.org/log.txt", b"x" * (24 << 20), "text/plain")
+        _response(w, "http://example.org/a", _html("a").encode(), "text/html")
+    del blob
+    got = {}
+    peak = _peak_bytes(lambda: got.update(rows=read_all(path, max_doc_chars=100_000)[0].to_pylist()))
+    assert [(r["text"] == "", r["reject_reason"]) for r in got["rows"]] == [
+        (True, None), (False, "input/doc_too_large"), (False, None)]
+    assert got["rows"][0]["content_type"] == "image/jpeg"
+    assert peak < 8 << 20, peak
+
+
+@pytest.mark.parametrize("name", ["example.arc", "example-space-in-url.arc", "bad.arc", "heritrix-1-blackbook.arc"])
+def test_an_uncompressed_arc_is_read_in_windows(monkeypatch, name):
+    """In windows of any size (smaller than a record, a header line, the file) the same rows."""
+    from datacurate.readers.archive import arcfile
+
+    want, _, counters = read_all(DATA / name)
+    for window in (16, 100, 700, 5000):
+        monkeypatch.setattr(arcfile, "WINDOW", window)
+        got, _, got_counters = read_all(DATA / name)
+        assert got.drop_columns(["_ord"]).to_pylist() == want.drop_columns(["_ord"]).to_pylist(), window
+        assert got_counters["warc_records"] == counters["warc_records"]
+
+
+def test_a_warc_gz_held_as_a_payload_adds_no_records(tmp_path):
+    """A record whose payload is itself a .warc.gz, its member stored in deflate blocks (level 0:
+    the inner gzip members appear as they are): wherever the planner cuts the file, the rows are
+    warcio's three, not the inner archive's records (the cut is checked to be a member of the
+    file's own chain: datacurate.readers.archive.plan._chained)."""
+    import re
+
+    buf = io.BytesIO()
+    w = WARCWriter(buf, gzip=False)
+    _response(w, "http://example.org/a", _html("before").encode(), "text/html")
+    _response(w, "http://example.org/crawl.warc.gz", (DATA / "example.warc.gz").read_bytes(), "application/warc")
+    _response(w, "http://example.org/b", _html("after").encode(), "text/html")
+    plain = buf.getvalue()
+    starts = [m.start() for m in re.finditer(rb"WARC/1\.[01]\r\nWARC-Type", plain)] + [len(plain)]
+    path = tmp_path / "nested.warc.gz"
+    path.write_bytes(b"".join(gzip.compress(plain[a:b], compresslevel=0) for a, b in zip(starts, starts[1:])))
+    with open(path, "rb") as f:
+        theirs = [r.rec_headers.get_header("WARC-Record-ID") for r in ArchiveIterator(f)]
+    assert path.read_bytes().count(b"\x1f\x8b\x08") > 3  # the inner members are there to be found
+    for chunk in (400, 800, 1500, 3000, 1 << 20):
+        table, plan, counters = read_all(path, chunk_bytes=chunk)
+        assert table.column("id").to_pylist() == theirs, chunk
+        assert table.column("reject_reason").null_count == 3 and "warc_records" not in counters

@@ -20,6 +20,7 @@ from warcio.archiveiterator import ArchiveIterator
 from datacurate.configs.input import InputConfig
 from datacurate.formats.io import plan_reads
 from datacurate.readers import warc
+from datacurate.readers.archive import warcfile
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = REPO / "tests" / "data" / "warc"
@@ -69,7 +70,7 @@ def ours(path: Path, chunk_bytes: int | None = None) -> list[tuple]:
             if r.damage is not None:
                 rows.append((r.offset, "damage", r.damage))
             else:
-                rows.append((r.offset, r.warc_type, warc._url(r.url) if r.url else None,
+                rows.append((r.offset, r.warc_type, warc.target_url(r.url) if r.url else None,
                              r.payload if r.warc_type in warc.DOCUMENTS else None))
     return rows
 
@@ -83,7 +84,7 @@ def expected(records: list[dict], touched, reasons) -> list[tuple]:
         if state == "damaged":
             rows.append((t["offset"], "damage", reasons, t.get("found_from", t["offset"])))
         elif state is None:
-            rows.append((t["offset"], t["type"], warc._url(t["url"]) if t["url"] else None, t["payload"]))
+            rows.append((t["offset"], t["type"], warc.target_url(t["url"]) if t["url"] else None, t["payload"]))
     return rows
 
 
@@ -152,7 +153,7 @@ def _corrupt_states(records: list[dict], spans) -> dict:
     """offset -> None (intact), "damaged", or "gone": a member whose gzip header (its magic)
     and first compressed byte are both destroyed, right after a damaged member. Nothing
     marks where it starts (no magic, no deflate stream that decodes), so the bytes of the
-    two read as one damaged member: one reject for both (datacurate.readers.warc._lost_members)."""
+    two read as one damaged member: one reject for both (datacurate.readers.archive.damage.lost_members)."""
     out, before = {}, None
     for t in records:
         t.pop("found_from", None)
@@ -252,12 +253,12 @@ def test_a_single_stream_gzip_in_memory_or_streamed(tmp_path, monkeypatch):
     assert [r[1:] for r in ours(path)] == [r[1:] for r in ours(plain)]
     data, records, rows = path.read_bytes(), truth(plain), {}
     for cap in (64 << 20, 100):
-        monkeypatch.setattr(warc, "MEMBER_IN_MEMORY", cap)
+        monkeypatch.setattr(warcfile, "MEMBER_IN_MEMORY", cap)
         for at in range(40, len(data), len(data) // 25):
             (tmp_path / "cut.warc.gz").write_bytes(data[:at])
             got = ours(tmp_path / "cut.warc.gz")
             assert [r[1] for r in got].count("damage") == 1 and got[-1][1] == "damage", at
-            assert [r[1:] for r in got[:-1]] == [(t["type"], warc._url(t["url"]) if t["url"] else None, t["payload"])
+            assert [r[1:] for r in got[:-1]] == [(t["type"], warc.target_url(t["url"]) if t["url"] else None, t["payload"])
                                                  for t in records[:len(got) - 1]]
             rows.setdefault(at, got)
             assert rows[at] == got  # streamed as in memory

@@ -112,7 +112,7 @@ def test_url_dedup_reads_no_text(monkeypatch):
     table = pa.table({"id": list("abcd"), "text": ["<html>" + "x" * 10_000] * 4, "url": urls,
                       "date": ["2024-01-01T00:00:00Z", "2024-02-01T00:00:00Z", "2024-01-01T00:00:00Z", None]})
     out = ExactDedup(key="url", priority_column="date")(table)
-    assert out["reject_reason"].to_pylist() == ["exact_dedup/duplicate", None, None, None]
+    assert out["reject_reason"].to_pylist() == ["exact_dedup:url/duplicate", None, None, None]
     assert read and all("text" not in cols for cols in read if cols is not None), read
     ExactDedup()(table)  # the text key still reads it
     assert any(cols and "text" in cols for cols in read)

@@ -21,6 +21,7 @@ from datacurate.core.coerce import (ConfigError, coerce, opt, parse_override, re
                                set_key, unknown_key)
 from datacurate.configs.input import InputConfig  # noqa: F401 - re-exported
 from datacurate.registry import STAGES
+from datacurate.stages.classifier_keys import split_calibration
 from datacurate.text import words
 from datacurate.configs.train import DoremiConfig, DoremiRunConfig, TrainConfig
 
@@ -52,7 +53,7 @@ class StageSpec:
     cls: Any = dataclasses.field(default=None, repr=False, compare=False)  # the stage class (default: the registry's)
 
     def __post_init__(self):
-        self.cls = self.cls or STAGES[self.name]
+        self.cls = self.cls or STAGES[self.name].for_config(self.config)
 
 
 @dataclass
@@ -136,7 +137,10 @@ def load_config(
         name, params = next(iter(entry.items()))
         if name not in STAGES:
             raise unknown_key(str(name), sorted(STAGES), f"stages[{i}]", what="stage")
+        params, calib = split_calibration(STAGES[name], params)  # quality: {top_fraction: 0.1}
         cfg.stages.append(StageSpec(name, coerce(params, STAGES[name].Config, f"stages[{i}].{name}")))
+        if calib is not None:
+            cfg.stages.append(StageSpec("score_rank", coerce(calib, STAGES["score_rank"].Config, f"stages[{i}].{name}")))
     check_order(cfg.stages)
     if raw.get("doremi") is not None:
         cfg.doremi = pipeline_train_config(raw["doremi"], cfg, "doremi")

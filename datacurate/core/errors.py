@@ -175,13 +175,26 @@ class Interrupted(KeyboardInterrupt):
     with 128 + the signal number (130, 143). A ``KeyboardInterrupt``, so that the code it
     passes through (Ray Data's iterators shut their executor down on one) treats it as Ctrl-C."""
 
+    last: int | None = None  # the signal of the latest one raised (Ray may swallow it: :func:`as_interrupted`)
+
     def __init__(self, signum: int, during: str | None):
         super().__init__(signum, during)
         self.signum, self.during = signum, during
+        Interrupted.last = signum
 
     @property
     def exit_code(self) -> int:
         return 128 + self.signum
+
+
+def as_interrupted(e: KeyboardInterrupt) -> Interrupted:
+    """``e`` as the CLI's :class:`Interrupted`. Ray's blocking calls (``ray.wait``, ``ray.get``)
+    check for signals inside their C++ loop, catch the handler's Interrupted there and raise a
+    plain ``KeyboardInterrupt`` of their own (Ray 2.60, ``_raylet.check_signals``): the same
+    signal, the work in progress named again."""
+    if isinstance(e, Interrupted):
+        return e
+    return Interrupted(Interrupted.last or 2, now_doing())  # 2: SIGINT (a real Ctrl-C the handler never saw)
 
 
 _DOING: list[str] = []  # what the driver is doing now, outermost first (one driver thread names it)

@@ -173,7 +173,7 @@ def apply_stage(stage: Stage, table: pa.Table, decisions: pa.Table | None = None
         out = merged.take(np.argsort(np.concatenate([idx_alive, idx_dead]), kind="stable"))
     out = _ensure_columns(out, stage.columns)
     newly = np.asarray(pc.is_valid(out.column(REJECT_REASON))) & alive
-    out = _mark_stage(out, newly, stage.name)
+    out = _mark_stage(out, newly, stage.stats_key(stage.config))  # a second instance's own label (exact_dedup:url)
     metrics = found.get("metrics") or (stage.metrics(out.filter(pa.array(alive))) if n_in else {})
     rejected = count_reasons(out.column(REJECT_REASON).filter(pa.array(newly)))
     return out, StageStats(n_in, n_in - int(newly.sum()), rejected, time.perf_counter() - t0, metrics or None)
@@ -233,7 +233,7 @@ def profiled(cfg: PipelineConfig) -> tuple[tuple[str, ...], tuple[str, ...]]:
     the text; none when no stage does), and the columns stages count with a heading."""
     names = [INPUT_STAGE]
     for s in cfg.stages:
-        names.append(s.name)
+        names.append(s.cls.stats_key(s.config))  # as its rows' reject_stage names it (exact_dedup:url)
         if s.cls.rewrites_text(s.config):
             break
     else:

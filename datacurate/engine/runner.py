@@ -376,6 +376,8 @@ def _global_phases(cur: Curation, seg) -> tuple[list, dict]:
         index = next(i for i, s in enumerate(cur.run_cfg.stages) if s is spec)  # two equal specs stay apart
         files = storage.list_files(layout.parts(staging, seg.index - 1), ".parquet")
         small = input_docs(files) < cfg.ray.small_input_docs  # all phases in one task, in-process
+        if small and spec.cls.uses_accelerators and ray_segments.cluster_gpus():
+            small = False  # a model stage on a cluster with GPUs: its pool gets them, however few the documents
         ctx = (LocalContext if small else RayContext)(
             staging, spec.name, journal, files, storage.abspath(cfg.output.path), cur.outputs, seg.index,
             cfg.output.compression, cfg.stages[:index], to_dict(cfg),

@@ -29,21 +29,6 @@ from pathlib import Path
 from datacurate.formats import storage
 from datacurate.phases import layout
 
-# stage -> dotted fields naming side inputs; LOCAL: read by stage code that takes local
-# paths only (they are downloaded on the worker); the others read s3:// themselves
-SIDE = {
-    "url_filter": ("blocklist",),
-    "langid": ("model",),
-    "quality": ("model",),
-    "toxicity": ("classifier.model", "wordlist.lists"),
-    "tokenize": ("tokenizer",),
-    "dsir": ("target.path",),
-    "decompose": ("mixture_file",),
-    "decontaminate": ("benchmarks",),  # files, folders or globs; a list or a {name: path} mapping
-    "exact_dedup": ("load_filter",),  # a saved filter's folder, read by the filter actors on any node
-}
-LOCAL = {("url_filter", "blocklist"), ("langid", "model"), ("quality", "model"), ("toxicity", "classifier.model"),
-         ("toxicity", "wordlist.lists")}
 SIDE_DIR = layout.SIDE
 
 
@@ -60,9 +45,18 @@ def _set(obj, dotted: str, value) -> None:
     setattr(obj, last, value)
 
 
-def _each(specs, fields_of=SIDE):
+def _fields(spec, local: bool = False) -> tuple[str, ...]:
+    """The dotted config fields naming a stage's side inputs, as its class declares them
+    (``Stage.side_inputs``; ``local``: ``local_side_inputs``, read as local paths only)."""
+    from datacurate.registry import STAGES
+
+    cls = STAGES.get(spec.name)
+    return () if cls is None else (cls.local_side_inputs if local else cls.side_inputs)
+
+
+def _each(specs, local: bool = False):
     for spec in specs:
-        for dotted in fields_of.get(spec.name, ()):
+        for dotted in _fields(spec, local):
             value = _get(spec.config, dotted)
             if value:
                 yield spec, dotted, value
@@ -167,12 +161,12 @@ def localize(specs: list) -> list:
     """StageSpecs whose staged side inputs (``OUT/_work/side/...`` URLs) that stage code
     reads as local paths name this node's downloaded copies instead (a copy of ``specs``)."""
     if not any(storage.is_remote(v) if isinstance(v, str) else any(map(storage.is_remote, v))
-               for _, _, v in _each(specs, {s: tuple(f for n, f in LOCAL if n == s) for s in SIDE})):
+               for _, _, v in _each(specs, local=True)):
         return list(specs)
     out = []
     for spec in specs:
         spec = copy.deepcopy(spec)
-        for dotted in (f for n, f in LOCAL if n == spec.name):
+        for dotted in _fields(spec, local=True):
             value = _get(spec.config, dotted)
             if not value:
                 continue

@@ -75,7 +75,7 @@ def find_inputs(paths: list[str], fmt: str = "auto") -> tuple[list[tuple[str, st
         elif p.is_file():
             if detect_format(str(p), fmt) is None:
                 raise InputError(f"cannot tell the format of {p.resolve()}; name it .jsonl[.gz|.zst], .json, "
-                                 ".parquet or .warc[.gz], or set input.format")
+                                 ".parquet, .warc[.gz] (.arc, .wet, .wat too) or set input.format")
             found[str(p.resolve())] = p.name
         else:
             raise InputError(f"input not found: {spec}")
@@ -186,8 +186,10 @@ def plan_reads(cfg: InputConfig, text_key: str = "input.text_field",
         plan.files[source] = {"path": path, "size": size, "total": file_plan.total, "unit": file_plan.unit}
         plan.columns[source] = (fmt, file_columns(sample, cfg, fmt))
     as_json = fields.parquet_json_fields(schemas, cfg) if reserved is not None else []
+    archives = {t.source for t in plan if t.fmt in ("warc", "arc")}
     for i, t in enumerate(plan):
         t.index = i
+        t.qualify_ids = len(archives) > 1 and t.source in archives  # two files may hold the same records
         if reserved is not None:
             t.taken = sorted(bad)
             t.json_fields = as_json if t.fmt == "parquet" else []

@@ -48,6 +48,13 @@ class Blocks(ABC):
         """``fn(batch, **kw)`` on every block, batch by batch (``whole``: the block at once)."""
 
     @abstractmethod
+    def map_pool(self, phase: str, cls: type, args: tuple, batch_rows: int, gpus: int = 0, cpus: int = 1,
+                 concurrency: int = 1) -> "Blocks":
+        """``cls(*args)`` built once per worker of a pool (``concurrency`` workers of ``gpus``
+        GPUs and ``cpus`` CPUs each: a model loads once, not per batch), called on batches of
+        about ``batch_rows`` rows."""
+
+    @abstractmethod
     def groupby(self, phase: str, key: str, parts: int, fn: Callable, concurrency: int | None = None,
                 **kw) -> "Blocks":
         """``fn(group, **kw)`` once per distinct ``key`` (hash-partitioned into ``parts``)."""
@@ -154,6 +161,14 @@ class Context(ABC):
                    kind: str) -> dict:
         """``fn(item, **kwargs)`` for the (key, item) pairs of ``todo``, one task each, each
         result recorded in ``journal`` (under ``kind``, unless None) as its task ends; {key: result}."""
+
+    def accelerators(self) -> int:
+        """GPUs the primitives can give a pool (0: none, the work runs on CPUs)."""
+        return 0
+
+    def cpus(self) -> int:
+        """CPUs the primitives can give a pool."""
+        return 1
 
     @abstractmethod
     def actors(self, cls: type, args: Sequence[tuple]) -> list[Worker]:

@@ -46,6 +46,15 @@ class LocalData(Blocks):
             faults.point(self._stage, phase)
         return self._wrap(out)
 
+    def map_pool(self, phase: str, cls: type, args: tuple, batch_rows: int, gpus: int = 0, cpus: int = 1,
+                 concurrency: int = 1) -> "LocalData":
+        worker = cls(*args)  # one worker: this process
+        out = []
+        for b in self.blocks:
+            out.extend(worker(b.slice(i, batch_rows)) for i in range(0, b.num_rows, batch_rows))
+            faults.point(self._stage, phase)
+        return self._wrap(out)
+
     def groupby(self, phase: str, key: str, parts: int, fn: Callable, concurrency: int | None = None,
                 **kw) -> "LocalData":
         t = self._concat()

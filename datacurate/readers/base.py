@@ -43,6 +43,9 @@ class ReadTask:
     whole: bool = False  # a compressed stream, read from start to its end (no byte ranges)
     taken: list[str] | None = None  # raw field names a record may not hold; None: keep no extra fields
     json_fields: list[str] = field(default_factory=list)  # parquet: fields kept as JSON text (types differ)
+    # warc: row ids ``<source>#<WARC-Record-ID>``: a run reading several archive files, which may
+    # hold the same records (copies, overlapping crawls), gives every row its own id
+    qualify_ids: bool = False
 
     def to_dict(self) -> dict:
         return asdict(self)

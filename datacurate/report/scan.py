@@ -212,7 +212,7 @@ def sample_rejects(out_dir: str, wanted: dict[str, dict[str, int]] | None = None
             stages, reasons = rs.column(0).to_pylist(), rs.column(1).to_pylist()
             take, taking = [], Counter()
             for i, (stage, reason) in enumerate(zip(stages, reasons)):
-                key = (stage, re.sub(r":.*$", "", reason or ""))
+                key = (stage, re.sub(r"^([^/]*/[^:]*):.*$", r"\1", reason or ""))  # as stats.json counts it
                 if len(out[key]) + taking[key] < n:
                     take.append((i, key))
                     taking[key] += 1

@@ -25,6 +25,7 @@ from datacurate.core.coerce import coerce
 from datacurate.registry import STAGES
 from datacurate.report import profile as pf
 from datacurate.report import svg
+from datacurate.report.languages import language_section
 from datacurate.report.scan import (HERE, KEPT, LATER, SAMPLE_CHARS, Scan, find_training, read_json, read_jsonl,
                                     sample_rejects, shard_counts)
 from datacurate.core.schema import DOMAIN, INPUT_STAGE
@@ -61,13 +62,20 @@ def resolved(config: dict | None) -> dict[str, Any]:
     return out
 
 
+def _stats_key(name, params) -> str:
+    try:
+        return STAGES[name].stats_key(coerce(params or {}, STAGES[name].Config, name))
+    except (KeyError, TypeError, ValueError):  # not a stage of this version, or not its config
+        return name
+
+
 def raw_stages(config: dict | None, configs: dict) -> tuple[str, ...]:
     """For a run whose stats.json has no profile: the stages whose rejects still hold the
     input payload as text (as :func:`datacurate.engine.process.profiled` finds them)."""
     names = [INPUT_STAGE]
     for spec in (config or {}).get("stages") or []:
-        name = next(iter(spec)) if isinstance(spec, dict) and spec else spec
-        names.append(name)
+        name, params = next(iter(spec.items())) if isinstance(spec, dict) and spec else (spec, {})
+        names.append(_stats_key(name, params))  # as its rows' reject_stage names it (exact_dedup:url)
         if name in STAGES and name in configs and STAGES[name].rewrites_text(configs[name]):
             return tuple(names)
     return ()
@@ -93,7 +101,7 @@ def funnel_section(stats: dict, scan: Scan, manifest: dict | None) -> str:
     records = (stats.get("input_files") or {}).get("warc_records") or {}
     parts = [f'<p>read {t.get("read", 0):,} = kept {t.get("kept", 0):,} + rejected {t.get("rejected", 0):,} '
              f'({"ok" if t.get("accounted") else "MISMATCH"}); {t.get("wall_seconds", 0):.1f} s wall</p>',
-             _records(t.get("read", 0), records),
+             _records(t.get("read", 0), records, (stats.get("input_files") or {}).get("archive_files") or {}),
              svg.hbars("documents kept and rejected by each stage", docs, ["kept", "rejected"], stacked=True,
                        colors=[svg.KEPT, svg.REJECTED], ends=ends)]
     order = list(stages)
@@ -111,14 +119,18 @@ def funnel_section(stats: dict, scan: Scan, manifest: dict | None) -> str:
     return svg.section("Funnel", *parts)
 
 
-def _records(documents: int, others: dict) -> str:
+def _records(documents: int, others: dict, files: dict) -> str:
     """The input's records by kind: the documents (the funnel's rows) and the WARC records
-    that are no document (requests, warcinfo, metadata, revisits; counted, never rows)."""
+    that are no document (requests, warcinfo, metadata, revisits, and documents of no web
+    scheme such as ``response (dns:)``; counted, never rows), with the archive files by kind
+    (WARC, WET, WAT, ARC)."""
     if not others:
         return ""
     rows = [("documents (response, resource, conversion)", [documents])] + [
         (f"{kind} (not a document)", [n]) for kind, n in sorted(others.items(), key=lambda kv: -kv[1])]
-    return svg.hbars(f"records read: {documents + sum(others.values()):,} (every WARC record, by type)", rows,
+    kinds = ", ".join(f"{n:,} {kind}" for kind, n in sorted(files.items()))
+    return svg.hbars(f"records read: {documents + sum(others.values()):,} (every WARC record, by type"
+                     f"{'; files: ' + kinds if kinds else ''})", rows,
                      ["records"], colors=["#bab0ac"])
 
 
@@ -323,6 +335,9 @@ def mix_section(scan: Scan) -> str:
     return svg.section("Language and domain mix, before and after (% of documents)", *parts)
 
 
+SHARD_DOMAINS = 9  # domains drawn apart in the shards' bars; more are one "N more" series
+
+
 def shards_section(shards_dir: str | None, manifest: dict | None) -> str:
     if not manifest:
         return ""
@@ -333,8 +348,15 @@ def shards_section(shards_dir: str | None, manifest: dict | None) -> str:
         for d, v in (manifest.get("per_domain") or {}).items():
             for L, n in (v.get("sequences_in_buckets") or {}).items():
                 counts[int(L)][d] += n * int(L)
-    domains = sorted({d for c in counts.values() for d in c})
-    rows = [(f"{L} tokens", [counts[L][d] for d in domains]) for L in sorted(counts)]
+    total = Counter()
+    for c in counts.values():
+        total.update(c)
+    domains = sorted(d for d, _ in total.most_common(SHARD_DOMAINS))  # many (languages): the largest, the rest summed
+    rows = [(f"{L} tokens", [counts[L][d] for d in domains]
+             + ([sum(n for d, n in counts[L].items() if d not in domains)] if len(total) > len(domains) else []))
+            for L in sorted(counts)]
+    if len(total) > len(domains):
+        domains = domains + [f"{len(total) - len(domains)} more"]
     tot = manifest.get("totals") or {}
     note = (f"<p>{tot.get('sequences_written', 0):,} sequences, {tot.get('tokens_written', 0):,} tokens written; "
             f"{tot.get('tokens_dropped', 0):,} tokens dropped (tails below the smallest bucket); mixture "
@@ -413,7 +435,8 @@ def write_report(out_dir: str, train_dir: str | None = None, path: str | None = 
     stages = stats.get("stages", {})
     samples = sample_rejects(out_dir, {s: st.get("rejected") or {} for s, st in stages.items()})
     models = find_training(out_dir, config, train_dir)
-    sections = [funnel_section(stats, scan, manifest), removed_section(scan, stats), hosts_section(scan),
+    sections = [funnel_section(stats, scan, manifest), removed_section(scan, stats),
+                language_section(scan, stats, manifest), hosts_section(scan),
                 status_section(scan, stats), rejects_section(stats, samples),
                 scores_section(scan, configs, stats), mix_section(scan)]
     sections += [cls.report_section(View(stages.get(cls.name) or {}, configs.get(cls.name), scan))

@@ -50,7 +50,13 @@ class Stage:
     # columns whose values the report counts (kept and rejected rows apart); (what, whose) headings draw
     # the mix before and after curation, None leaves the counts to the stage's own report section
     counted: ClassVar[dict[str, Optional[tuple[str, str]]]] = {}
+    calibrated: ClassVar[Any] = None  # a classifier's Calibrated (stages/classifier_keys.py): top_fraction, buckets
     requires: ClassVar[tuple[str, ...]] = ()  # stages that must run earlier in the pipeline
+    # config fields (dotted) naming side inputs, files besides the input that a cluster run copies
+    # into the output's file system (engine/side.py); ``local_side_inputs``: those of them the
+    # stage reads as local paths only (downloaded on each worker), the others it reads on s3:// itself
+    side_inputs: ClassVar[tuple[str, ...]] = ()
+    local_side_inputs: ClassVar[tuple[str, ...]] = ()
     is_global: ClassVar[bool] = False
     makes_tokens: ClassVar[bool] = False  # adds the token ids later stages (shards, exports) read
     uses_words: ClassVar[bool] = False  # cuts text into words (datacurate.text.words): its segmenters are checked at plan time
@@ -58,6 +64,12 @@ class Stage:
     output_key: ClassVar[Optional[str]] = None  # the config key naming a directory the stage writes (s3:// checked)
     default_outputs: ClassVar[tuple[str, ...]] = ()  # files / directories under OUT it owns, replaced by each run
     output_metrics: ClassVar[tuple[str, ...]] = ()  # metrics naming what it wrote (``datacurate run`` lists them)
+
+    @classmethod
+    def for_config(cls, config: Any) -> type:
+        """The class the engine reads for this configuration: ``cls``, or a subclass whose
+        ``columns`` carry names the configuration chose (``model_classifier``'s ``name``)."""
+        return cls
 
     @classmethod
     def stats_key(cls, config: Any) -> str:
@@ -148,11 +160,12 @@ def first_reason(table_len: int, rules: list[tuple[str, np.ndarray]]) -> pa.Arra
 
 def value_counts(values: pa.Array | pa.ChunkedArray, strip_detail: bool = False) -> dict:
     """{value: count} of the non-null values (for stats.json). ``strip_detail`` counts
-    reasons by rule: ``near_dedup/dup_of:<id>`` -> ``near_dedup/dup_of``."""
+    reasons by rule: ``near_dedup/dup_of:<id>`` -> ``near_dedup/dup_of`` (the detail follows the
+    rule; a stage label may hold a colon too: ``exact_dedup:url/duplicate`` is kept whole)."""
     if len(values) == 0:
         return {}
     if strip_detail:
-        values = pc.replace_substring_regex(values, r":.*$", "")
+        values = pc.replace_substring_regex(values, r"^([^/]*/[^:]*):.*$", r"\1")
     vc = pc.value_counts(values)
     return {v["values"].as_py(): v["counts"].as_py() for v in vc if v["values"].is_valid}
 
@@ -171,6 +184,7 @@ class GlobalStage(Stage):
     """
 
     is_global: ClassVar[bool] = True
+    uses_accelerators: ClassVar[bool] = False  # phases want the cluster's GPUs (never the in-process small-input path there)
 
     def preflight(self, cfg, index: int) -> None:
         """Checks before any work starts (``cfg``: the pipeline, this stage is

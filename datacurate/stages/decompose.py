@@ -16,6 +16,12 @@ counted. A document with no token in any bucket is rejected (``decompose/too_sho
 (each ends with EOS) and cut into ``seq_len`` sequences; the last partial sequence of
 each (work part, domain) is dropped and counted. Sequences span documents.
 
+Domains are the values of ``domain_column`` (``domain``; ``lang`` mixes languages). The
+mixture's weights come from ``mixture`` / ``mixture_file`` (DoReMi's output), or from
+temperature sampling, ``alpha`` (:mod:`datacurate.core.temperature`; XLM-R and mT5: 0.3).
+``weight_column`` (``upsampling_weight``: near_dedup's FineWeb-2 rehydration) multiplies each
+document's rate, and the mixture counts its tokens that many times.
+
 Phases (the engine runs 1 and 3 once per work part on Ray, 2 and 4 on the driver):
 1. :func:`count_part` — tokens per (domain, bucket) from ``n_tokens``; too-short rejects.
 2. :func:`datacurate.stages.mixture.plan` — per-domain sampling rates from the weights.
@@ -37,6 +43,7 @@ import pyarrow.compute as pc
 from datacurate.formats import shards
 from datacurate.core.coerce import opt
 from datacurate.core.dicts import merge
+from datacurate.core.temperature import temperature
 from datacurate.core.schema import DOMAIN, ID, N_TOKENS, ORD, REJECT_REASON, TOKENS
 from datacurate.stages import mixture
 from datacurate.stages.base import GlobalStage
@@ -50,7 +57,12 @@ class DecomposeConfig:
     min_log2: int = opt(6, "smallest bucket 2^min_log2 tokens; shorter tails are dropped (counted)")
     max_log2: int = opt(11, "largest bucket; longer documents are first cut into 2^max_log2 chunks")
     seq_len: int = opt(2048, "pack mode: sequence length")
+    domain_column: str = opt("domain", "the column whose values are the mixture's domains (lang: languages)")
     mixture: Optional[dict[str, float]] = opt(None, "{domain: weight}; null = natural mixture")
+    weight_column: Optional[str] = opt(None, "each document's sequences are written this many times over its domain's "
+                                             "rate (upsampling_weight: near_dedup's rehydration, as FineWeb-2)")
+    alpha: Optional[float] = opt(None, "temperature sampling: domain d weighs tokens_d^alpha (mT5, XLM-R: 0.3); "
+                                       "null = mixture / mixture_file / natural")
     mixture_file: Optional[str] = opt(None, 'JSON {domain: weight} or {"domain_weights": {...}} (DoReMi)')
     total_tokens: Optional[int] = opt(None, "tokens the shards hold after mixing; null = all bucketed tokens")
     seed: int = opt(0, "sampling coins: hash of (seed, document id, position)")
@@ -69,6 +81,12 @@ class DecomposeConfig:
             raise ValueError("seed must be within [0, 2**64)")
         if self.target_file_bytes < 1:
             raise ValueError("target_file_bytes must be positive")
+        if self.alpha is not None and not 0.0 < self.alpha <= 1.0:
+            raise ValueError("alpha must be within (0, 1]: 1 is the natural mixture, smaller flattens it")
+        if self.weight_column and self.mode == "pack":
+            raise ValueError("weight_column needs mode: decompose (packed sequences span documents)")
+        if self.alpha is not None and (self.mixture or self.mixture_file):
+            raise ValueError("set alpha (temperature sampling) or mixture / mixture_file, not both")
 
 
 def plan(lengths: np.ndarray, domain_codes: np.ndarray, cfg: DecomposeConfig):
@@ -113,22 +131,35 @@ def _codes(domains: pa.Array | pa.ChunkedArray) -> tuple[list[str], np.ndarray]:
     return enc.dictionary.to_pylist(), np.asarray(enc.indices, dtype=np.int64)
 
 
+def _doc_weights(table: pa.Table, cfg: DecomposeConfig) -> np.ndarray:
+    """Each document's whole-number weight (1 without ``weight_column``; a missing value is 1)."""
+    if not cfg.weight_column:
+        return np.ones(table.num_rows, dtype=np.int64)
+    w = np.asarray(pc.fill_null(table.column(cfg.weight_column).cast(pa.int64()), 1), dtype=np.int64)
+    if len(w) and w.min() < 0:
+        raise ValueError(f"decompose: {cfg.weight_column} has a negative weight")
+    return w
+
+
 def count_part(table: pa.Table, cfg: DecomposeConfig) -> tuple[dict, pa.Table]:
     """Phase 1 (one part: ``_ord``, ``domain``, ``n_tokens``): per-domain counts and the
     decisions (too-short documents)."""
     lengths = np.asarray(table.column(N_TOKENS), dtype=np.int64)
-    names, codes = _codes(table.column(DOMAIN))
+    names, codes = _codes(table.column(cfg.domain_column))
     _, buckets = plan(lengths, codes, cfg)
+    weights = _doc_weights(table, cfg)
     counts: dict = {}
     for c, name in enumerate(names):
         counts[name] = {"documents": int(np.sum(codes == c)), "tokens_in": int(lengths[codes == c].sum()),
-                        "tokens_in_buckets": 0, "too_short": 0, "buckets": {}}
+                        "tokens_in_buckets": 0, "weighted_tokens": 0, "too_short": 0, "buckets": {}}
     for seq_len, (doc, _, _) in buckets.items():
         per = np.bincount(codes[doc], minlength=len(names))
+        wper = np.bincount(codes[doc], weights=weights[doc], minlength=len(names))
         for c, name in enumerate(names):
             if per[c]:
                 counts[name]["buckets"][str(seq_len)] = int(per[c])
                 counts[name]["tokens_in_buckets"] += int(per[c]) * seq_len
+                counts[name]["weighted_tokens"] += int(wper[c]) * seq_len
     short = (lengths < (1 << cfg.min_log2)) if cfg.mode == "decompose" else np.zeros(len(lengths), bool)
     for c, name in enumerate(names):
         counts[name]["too_short"] = int(np.sum(short & (codes == c)))
@@ -146,7 +177,7 @@ def write_part(table: pa.Table, cfg: DecomposeConfig, part: str, out_dir: str, r
     lengths = np.diff(np.asarray(tok.offsets, dtype=np.int64))
     if not np.array_equal(lengths, np.asarray(table.column(N_TOKENS), dtype=np.int64)):
         raise ValueError(f"decompose: part {part}: _tokens and n_tokens disagree")
-    names, codes = _codes(table.column(DOMAIN))
+    names, codes = _codes(table.column(cfg.domain_column))
     order, buckets = plan(lengths, codes, cfg)
     if order is not None:  # pack: the stream is the documents in domain order
         offsets = np.concatenate([[0], np.cumsum(lengths)])
@@ -159,9 +190,12 @@ def write_part(table: pa.Table, cfg: DecomposeConfig, part: str, out_dir: str, r
     part_rates = np.array([rates.get(n, 0.0) for n in names])
     part_ids = np.array([domain_ids[n] for n in names], dtype=np.uint16)
     ids = table.column(ID).combine_chunks()
+    weights = _doc_weights(table, cfg)
+    if order is not None:  # pack mode: sequences span documents, so a document weight cannot apply
+        weights = np.ones(table.num_rows, dtype=np.int64)
     pieces, written = [], {}
     for seq_len, (doc, pos, start) in sorted(buckets.items()):
-        k = mixture.repeats(mixture.sequence_keys(ids, doc, pos, cfg.seed), part_rates[codes[doc]])
+        k = mixture.repeats(mixture.sequence_keys(ids, doc, pos, cfg.seed), part_rates[codes[doc]] * weights[doc])
         keep = np.repeat(np.arange(len(doc)), k)
         if not len(keep):
             continue
@@ -185,7 +219,8 @@ def finish(out_dir: str, cfg: DecomposeConfig, info, counts: dict, mix: dict, so
     for name, c in sorted(counts.items()):
         m = mix["domains"].get(name, {"weight": 0.0, "target_tokens": 0.0, "rate": 0.0})
         w = written.get(name, {"sequences": 0, "tokens": 0})
-        per_domain[name] = {**{k: c[k] for k in ("documents", "too_short", "tokens_in", "tokens_in_buckets")},
+        per_domain[name] = {**{k: c[k] for k in ("documents", "too_short", "tokens_in", "tokens_in_buckets",
+                                                  "weighted_tokens")},
                             "tokens_dropped": c["tokens_in"] - c["tokens_in_buckets"],
                             "sequences_in_buckets": c["buckets"], "weight": m["weight"],
                             "target_tokens": round(m["target_tokens"], 1), "rate": m["rate"],
@@ -209,11 +244,15 @@ def finish(out_dir: str, cfg: DecomposeConfig, info, counts: dict, mix: dict, so
             "files_per_bucket": {k: len(b["files"]) for k, b in man["buckets"].items()}}
 
 
+def _weight(cfg: DecomposeConfig) -> list[str]:
+    return [cfg.weight_column] if cfg.weight_column else []
+
+
 def _phase_count(path: str, cfg: DecomposeConfig, dec_dir: str, compression: str) -> dict:
     from datacurate.formats import storage
     from datacurate.formats.io import write_atomic
 
-    counts, decisions = count_part(storage.read_parquet(path, columns=[ORD, DOMAIN, N_TOKENS]), cfg)
+    counts, decisions = count_part(storage.read_parquet(path, columns=[ORD, cfg.domain_column, N_TOKENS, *_weight(cfg)]), cfg)
     if decisions.num_rows:
         write_atomic(decisions, storage.join(dec_dir, path.rsplit("/", 1)[-1]), compression)
     return counts
@@ -223,13 +262,14 @@ def _phase_write(path: str, cfg: DecomposeConfig, out_dir: str, rates: dict, dom
     from datacurate.formats import storage
 
     part = path.rsplit("/", 1)[-1].removeprefix("part-").removesuffix(".parquet")
-    table = storage.read_parquet(path, columns=[ID, DOMAIN, N_TOKENS, TOKENS])
+    table = storage.read_parquet(path, columns=[ID, cfg.domain_column, N_TOKENS, TOKENS, *_weight(cfg)])
     pieces, written = write_part(table, cfg, part, out_dir, rates, domain_ids, np.dtype(dtype))
     return {"pieces": pieces, "written": written}
 
 
 class Decompose(GlobalStage):
     name = "decompose"
+    side_inputs = ("mixture_file",)
     Config = DecomposeConfig
     columns: dict = {}
     requires = ("tokenize",)
@@ -241,6 +281,15 @@ class Decompose(GlobalStage):
     def __init__(self, config=None, **params):
         super().__init__(config, **params)
         self.weights, self.source = mixture.load_weights(self.config.mixture, self.config.mixture_file)
+        if self.config.alpha is not None:
+            self.source = f"temperature alpha={self.config.alpha:g} over {self.config.domain_column}"
+
+    @classmethod
+    def needs_columns(cls, config: DecomposeConfig) -> dict[str, str]:
+        need = {} if config.domain_column == DOMAIN else {config.domain_column: f"domain_column: {config.domain_column}"}
+        if config.weight_column:
+            need[config.weight_column] = f"weight_column: {config.weight_column}"
+        return need
 
     def tokenizer_info(self, path: Optional[str] = None):
         from datacurate.formats.tokenizer import load_tokenizer
@@ -284,7 +333,9 @@ class Decompose(GlobalStage):
             merge(counts, part_counts)
         if len(counts) > np.iinfo(shards.DOMAIN_DTYPE).max + 1:
             raise ValueError(f"decompose: {len(counts)} domains do not fit uint16 domain ids")
-        mix = mixture.plan({d: n["tokens_in_buckets"] for d, n in counts.items()}, self.weights, c.total_tokens)
+        tokens = {d: n["weighted_tokens"] for d, n in counts.items()}  # after rehydration, if any
+        weights = temperature(tokens, c.alpha) if c.alpha is not None else self.weights
+        mix = mixture.plan(tokens, weights, c.total_tokens)
         rates = {d: m["rate"] for d, m in mix["domains"].items()}
         domain_ids = {d: i for i, d in enumerate(sorted(counts))}
         shards.prepare_dir(out_dir, overwrite=True)  # pieces are compacted away: a resumed run writes them again

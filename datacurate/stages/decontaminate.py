@@ -392,6 +392,7 @@ def _phase_match(path: str, c: DecontaminateConfig, index_dir: str, out_dir: str
 
 class Decontaminate(GlobalStage):
     name = "decontaminate"
+    side_inputs = ("benchmarks",)  # files, folders or globs; a list or a {name: path} mapping
     Config = DecontaminateConfig
     uses_words = True
     default_outputs = (REPORT,)

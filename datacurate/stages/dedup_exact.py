@@ -27,12 +27,14 @@ newest capture of a URL is often a 404, a redirect or a 5xx that shadowed an old
 ranked by date alone the page would be lost (the 404 survives URL dedup, then ``extract``
 rejects it). The web recipe (``pipelines/commoncrawl.yaml``) ranks rather than filtering
 by status first, so every capture keeps a row with its reason (a dead capture that lost
-is ``exact_dedup/duplicate``; a URL only ever captured dead keeps its newest capture, which
+is ``exact_dedup:url/duplicate``; a URL only ever captured dead keeps its newest capture, which
 ``extract`` rejects as ``extract/http_status``).
 
 Modes:
 * ``document``: later copies of a document are rejected (``exact_dedup/duplicate``,
-  or ``exact_dedup/seen_before`` when the copy is in a loaded filter).
+  or ``exact_dedup/seen_before`` when the copy is in a loaded filter; with ``key: url``
+  ``exact_dedup:url/duplicate`` and ``exact_dedup:url/seen_before``, in ``reject_stage``
+  ``exact_dedup:url``, as ``stats.json`` names the stage: which dedup removed a page).
 * ``paragraph`` (as Dolma, Soldaini et al. 2024): lines already seen are removed from
   kept documents (count in ``paragraphs_removed``); a document whose characters are at
   least ``paragraph_threshold`` in already-seen paragraphs is rejected
@@ -137,14 +139,24 @@ class BloomFilter:
 
 
 class ShardFilter:
-    """One slice of the hash space: the filter of this run plus, optionally, a loaded one."""
+    """One slice of the hash space: the filter of this run plus, optionally, a loaded one.
 
-    def __init__(self, bits: int, k: int, previous: BloomFilter | None = None):
+    With ``remember_live_only`` (URL dedup ranking captures by HTTP status) the filter saved
+    for later runs holds only the URLs of live captures (2xx, or no status): a URL that this
+    run saw only dead (a 404, a redirect) must not make a later run reject its live capture as
+    ``seen_before``. Its dead captures still deduplicate each other within the run (``current``)."""
+
+    def __init__(self, bits: int, k: int, previous: BloomFilter | None = None, remember_live_only: bool = False):
         self.current = BloomFilter(bits, k)
         self.previous = previous
+        self.live = BloomFilter(bits, k) if remember_live_only else None  # what is saved: live captures' keys
 
-    def check_add(self, hi: np.ndarray, lo: np.ndarray, chunk: int) -> np.ndarray:
-        """Keys in survivor order -> 0 new, 1 repeat in this run, 2 seen in the loaded filter."""
+    def check_add(self, hi: np.ndarray, lo: np.ndarray, chunk: int, live: np.ndarray | None = None) -> np.ndarray:
+        """Keys in survivor order -> 0 new, 1 repeat in this run, 2 seen in the loaded filter
+        (``live``: each key's status rank, 0 a dead capture; what ``remember_live_only`` saves)."""
+        if self.live is not None and live is not None:
+            up = np.flatnonzero(np.asarray(live) > 0)
+            self.live.add(hi[up], lo[up])
         out = np.zeros(len(hi), dtype=np.int8)
         for s in range(0, len(hi), chunk):
             h, l = hi[s:s + chunk], lo[s:s + chunk]
@@ -161,9 +173,12 @@ class ShardFilter:
         return out
 
     def merged(self) -> BloomFilter:
+        """What is saved for later runs: this run's keys (live ones only, with ``remember_live_only``)
+        and the loaded filter's."""
+        mine = self.live if self.live is not None else self.current
         if self.previous is None:
-            return self.current
-        return BloomFilter(self.current.m, self.current.k, self.current.data | self.previous.data)
+            return mine
+        return BloomFilter(mine.m, mine.k, mine.data | self.previous.data)
 
 
 def normalized(texts: pa.Array, normalize: bool, spaces: str = r"\s+") -> pa.Array:
@@ -272,7 +287,8 @@ def decisions(status: pa.Table, cfg: ExactDedupConfig) -> pa.Table:
         return pa.table({ORD: pa.array([], pa.int64()), REJECT_REASON: pa.array([], pa.string()),
                          "paragraphs_removed": pa.array([], pa.int32()), "_drop_paras": pa.array([], pa.list_(pa.int32()))})
     if cfg.mode == "document":
-        reason = np.where(np.asarray(st["status"]) == 2, "exact_dedup/seen_before", "exact_dedup/duplicate")
+        label = ExactDedup.stats_key(cfg)  # exact_dedup, or exact_dedup:url: which dedup removed the page
+        reason = np.where(np.asarray(st["status"]) == 2, f"{label}/seen_before", f"{label}/duplicate")
         return pa.table({ORD: st[ORD], REJECT_REASON: pa.array(reason, pa.string())})
     df = st.to_pandas()
     grouped = df.groupby(ORD, sort=True)
@@ -296,8 +312,8 @@ class FilterShard:
     the first answer back, not "all duplicates" from a filter that already holds them.
     """
 
-    def __init__(self, bits: int, k: int, load: str | None, shard: int, n: int):
-        self.filter = ShardFilter(bits, k, load_shard(load, shard, n))
+    def __init__(self, bits: int, k: int, load: str | None, shard: int, n: int, remember_live_only: bool = False):
+        self.filter = ShardFilter(bits, k, load_shard(load, shard, n), remember_live_only)
         self.answers: dict = {}
 
     @staticmethod
@@ -305,14 +321,14 @@ class FilterShard:
         with np.errstate(over="ignore"):
             return len(hi), int(np.sum(hi * np.uint64(0x9E3779B97F4A7C15) + lo, dtype=np.uint64))
 
-    def check_add(self, key: str, hi: np.ndarray, lo: np.ndarray, chunk: int) -> np.ndarray:
+    def check_add(self, key: str, hi: np.ndarray, lo: np.ndarray, chunk: int, live: np.ndarray | None = None) -> np.ndarray:
         fp = self._fingerprint(hi, lo)
         if key in self.answers:
             seen, status = self.answers[key]
             if seen != fp:
                 raise RuntimeError(f"exact_dedup: task {key} asked again with other keys")
             return status
-        status = self.filter.check_add(hi, lo, chunk)
+        status = self.filter.check_add(hi, lo, chunk, live)
         self.answers[key] = (fp, status)
         return status
 
@@ -331,7 +347,8 @@ def _phase_keys(batch: pa.Table, cfg: ExactDedupConfig) -> pa.Table:
 def _phase_decide(group: pa.Table, actors, chunk: int) -> pa.Table:
     shard = group["shard"][0].as_py()
     group = group.take(survivor_order(group))
-    status = actors[shard].call("check_add", f"shard-{shard}", group["hi"].to_numpy(), group["lo"].to_numpy(), chunk)
+    status = actors[shard].call("check_add", f"shard-{shard}", group["hi"].to_numpy(), group["lo"].to_numpy(), chunk,
+                                group["live"].to_numpy())
     return pa.table({ORD: group[ORD], "para": group["para"], "nchars": group["nchars"],
                      "status": pa.array(status, pa.int8()), WPART: group[WPART]})
 
@@ -348,6 +365,7 @@ def _phase_write(group: pa.Table, cfg: ExactDedupConfig, out_dir: str, compressi
 
 class ExactDedup(GlobalStage):
     name = "exact_dedup"
+    side_inputs = ("load_filter",)  # a saved filter's folder, read by the filter actors on any node
     default_outputs = ("exact_dedup_filter", "exact_dedup_url_filter")
     output_metrics = ("filter_saved_to",)
     Config = ExactDedupConfig
@@ -388,7 +406,9 @@ class ExactDedup(GlobalStage):
                    "target_false_positive_rate": c.false_positive_rate}
         if not ctx.files:
             return metrics
-        actors = ctx.actors(FilterShard, [(bits, k, c.load_filter, s, c.num_shards) for s in range(c.num_shards)])
+        live_only = c.status_column is not None  # save only live captures' URLs (ShardFilter)
+        actors = ctx.actors(FilterShard, [(bits, k, c.load_filter, s, c.num_shards, live_only)
+                                          for s in range(c.num_shards)])
         cols = [ORD] + ([c.url_field] if c.key == "url" else [TEXT]) + ([c.priority_column] if c.priority_column else [])
         cols += [c.status_column] if c.status_column and c.status_column not in cols else []
         status = (ctx.read(ctx.files, cols).map("keys", _phase_keys, cfg=c)

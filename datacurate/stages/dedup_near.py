@@ -104,8 +104,8 @@ class NearDedupConfig:
     verify: Literal["none", "signature"] = opt("signature", "drop candidate pairs whose estimated Jaccard < cut-off")
     verify_threshold: Optional[float] = opt(None, "None: threshold - 2 standard errors of the estimate (verify_cutoff)")
     by: Optional[str] = opt(None, 'deduplicate within groups of this column: "lang" dedups within each language, '
-                            "as FineWeb-2 does (a page and its translation, or two languages' boilerplate, never "
-                            "cluster); None: across the whole corpus")
+                            "as FineWeb-2 does (a text under two language labels keeps a copy in each); None: "
+                            "across the whole corpus")
     # FineWeb-2's rehydration table (README of huggingface/fineweb-2): cluster size -> copies
     upsampling_weights: dict[int, int] = opt(lambda: dict(FINEWEB2_UPSAMPLING),
                                              "rehydration: the survivor of a cluster of size N gets the weight of the "

@@ -48,8 +48,9 @@ from datacurate.formats import storage
 from datacurate.core.coerce import opt
 from datacurate.core.schema import DOMAIN, LANG, ORD, REJECT_REASON, TEXT
 from datacurate.text import wordpunct as wp
+from datacurate.text import words as wordseg
 from datacurate.stages.base import GlobalStage, Score
-from datacurate.text import topk
+from datacurate.phases import cutoff
 from datacurate.text.topk import gumbel, selected, uniform
 
 EPS = 1e-8  # the reference's floor inside the logs when there is no smoothing
@@ -124,17 +125,24 @@ def units_of(table: pa.Table, chunk_words: Optional[int]) -> Units:
     marked = pc.replace_substring_regex(texts, r"(?:\S+\s+){%d}" % chunk_words, "\\0" + _SEP)
     has_sep = np.asarray(pc.match_substring(texts, _SEP))
     lists = pc.split_pattern(marked, _SEP)
-    if has_sep.any():  # the marker already occurs in these texts: split them in Python
+    unspaced = wordseg.unspaced_rows(texts)  # Chinese, Thai ...: chunk_words counts their words
+    if has_sep.any() or unspaced.any():  # split these texts in Python
         import re
 
         rx = re.compile(r"(?:\S+\s+){%d}" % chunk_words)
         py = lists.to_pylist()
-        for i in np.flatnonzero(has_sep):
+        for i in np.flatnonzero(has_sep & ~unspaced):  # the marker already occurs in these texts
             s, pieces, pos = texts[i].as_py(), [], 0
             for m in rx.finditer(s):
                 pieces.append(s[pos:m.end()])
                 pos = m.end()
             py[i] = pieces + [s[pos:]]
+        rows = np.flatnonzero(unspaced)
+        if len(rows):
+            sub = texts.take(pa.array(rows))
+            cut = wordseg.spaced(sub, None if langs is None else langs.take(pa.array(rows)))
+            for i, s, sp in zip(rows, sub.to_pylist(), cut.to_pylist()):
+                py[i] = wordseg.chunks(s, sp, chunk_words)
         lists = pa.array(py, pa.large_list(pa.large_string()))
     offsets = np.asarray(lists.offsets, dtype=np.int64)
     offsets = offsets - offsets[0]  # (a zero-copy view of Arrow's offsets is read-only)
@@ -242,6 +250,7 @@ def report(cfg: DsirConfig, target: np.ndarray, raw: np.ndarray, sel: np.ndarray
 
 class Dsir(GlobalStage):
     name = "dsir"
+    side_inputs = ("target.path",)
     Config = DsirConfig
     uses_words = True
     columns = {"dsir_log_weight": pa.float64(), "dsir_chunks": pa.int32()}
@@ -325,7 +334,8 @@ class Dsir(GlobalStage):
 # No process holds more than one part's weights plus the (num_buckets,) vectors, the
 # (65,536,) histogram and at most CUTOFF_ROWS rows of the cut-off's bin.
 
-CUTOFF_ROWS = 1 << 17
+CUTOFF_ROWS = cutoff.CUTOFF_ROWS
+_scratch_name, _base, _weights_path = cutoff.scratch_name, cutoff.base, cutoff.weights_path
 
 def _part(path: str, c: DsirConfig) -> tuple[pa.Table, Units]:
 
@@ -341,15 +351,6 @@ def _save(vec: np.ndarray, path: str) -> str:
 
 def _load(path: str) -> np.ndarray:
     return storage.load_npy(path)
-
-
-def _scratch_name(d: str, path: str, what: str) -> str:
-
-    return storage.join(d, _base(path).removesuffix(".parquet") + f".{what}.npy")
-
-
-def _base(path: str) -> str:
-    return path.rsplit("/", 1)[-1]
 
 
 def _features_path(d: str, path: str) -> str:
@@ -416,38 +417,7 @@ def _phase_weigh(path: str, c: DsirConfig, lr_path: str, d: str) -> dict:
     keys = sample_keys(c, logw, feats.n_tokens >= max(c.min_length, 1), ords, chunk)
     write_atomic(pa.table({"logw": logw, "key": keys, "ord": pa.array(ords, pa.int64()),
                            "chunk": pa.array(chunk, pa.int32())}), _weights_path(d, path))
-    return {"counts": _save(topk.histogram(_rank_words(keys, ords, chunk), []), _scratch_name(d, path, "cutoff0"))}
-
-
-def _weights_path(d: str, path: str) -> str:
-    return storage.join(d, _base(path)).removesuffix(".parquet") + ".weights.parquet"
-
-
-def _rank_words(keys: np.ndarray, ords: np.ndarray, chunk: np.ndarray) -> np.ndarray:
-    ok = np.isfinite(keys)  # ineligible units (-inf) are never selected
-    return topk.rank_words(keys[ok], ords[ok], chunk[ok])
-
-
-def _part_words(d: str, path: str) -> tuple[np.ndarray, pa.Table]:
-    w = storage.read_parquet(_weights_path(d, path), columns=["key", "ord", "chunk"])
-    return _rank_words(w["key"].to_numpy(), w["ord"].to_numpy(), w["chunk"].to_numpy()), w
-
-
-def _phase_cutoff_counts(path: str, d: str, prefix: list) -> str:
-    """This part's histogram of the next digit of its units under ``prefix``, saved."""
-    words, _ = _part_words(d, path)
-    return _save(topk.histogram(words, prefix), _scratch_name(d, path, f"cutoff{len(prefix)}"))
-
-
-def _phase_cutoff_rows(path: str, d: str, prefix: list) -> str:
-    """This part's units under ``prefix`` (few: the cut-off's bin), saved."""
-    from datacurate.formats.io import write_atomic
-
-    words, w = _part_words(d, path)
-    w = w.filter(pa.array(np.isfinite(w["key"].to_numpy())))
-    out = storage.join(d, _base(path)).removesuffix(".parquet") + ".cutoff.parquet"
-    write_atomic(w.filter(pa.array(topk.matching(words, prefix))), out)
-    return out
+    return {"counts": cutoff.first_counts(keys, ords, chunk, d, path)}
 
 
 def _phase_decide(path: str, c: DsirConfig, thr: list, rate: float, d: str, out_dir: str, compression: str) -> dict:
@@ -469,32 +439,6 @@ def _phase_decide(path: str, c: DsirConfig, thr: list, rate: float, d: str, out_
             "n": int(chosen.sum()), "chosen": domain_counts(table, units, chosen)}
 
 
-def _kth(ctx, d: str, counts: list, k: int) -> tuple:
-    """The k-th unit in the global order by a distributed radix select over the parts'
-    saved keys (:func:`datacurate.text.topk.kth_unit`): the driver holds one histogram
-    and at most CUTOFF_ROWS rows, never the candidates."""
-    def next_counts(prefix):
-        return _total(ctx.map_files(f"cutoff{len(prefix)}", _phase_cutoff_counts, journal=False, d=d,
-                                    prefix=prefix), topk.BINS)
-
-    def fetch(prefix):
-        tables = [storage.read_parquet(p) for p in ctx.map_files("cutoff_rows", _phase_cutoff_rows, journal=False,
-                                                                   d=d, prefix=prefix)]
-        rows = pa.concat_tables(tables)
-        return rows["key"].to_numpy(), rows["ord"].to_numpy(), rows["chunk"].to_numpy()
-
-    if k == 0:
-        return (np.inf, 0, 0)
-    return topk.kth_unit(k, _total(counts, topk.BINS), next_counts, fetch, CUTOFF_ROWS)
-
-
-def _total(paths, size: int) -> np.ndarray:
-    total = np.zeros(size, np.int64)
-    for p in paths:
-        total += _load(p)
-    return total
-
-
 def _merged(dicts) -> dict:
     out: dict = {}
     for d in dicts:
@@ -512,28 +456,28 @@ def run_distributed(c: DsirConfig, ctx) -> dict:
         return {"selected": 0}
     d = ctx.scratch("dsir")
     fit = ctx.map_files("fit", _phase_fit, c=c, d=d)
-    raw = _total([r["raw"] for r in fit], c.num_buckets)
+    raw = cutoff.total([r["raw"] for r in fit], c.num_buckets)
     eligible = sum(r["eligible"] for r in fit)
     metrics = {"units": sum(r["units"] for r in fit), "eligible": eligible}
     if c.target.domains:
-        tgt = _total([r["tgt"] for r in fit], c.num_buckets)
+        tgt = cutoff.total([r["tgt"] for r in fit], c.num_buckets)
     else:
         from datacurate.formats.io import plan_reads
 
         tasks = [t.to_dict() for t in plan_reads(target_input(c.target), text_key="dsir.target.text_field")]
         rows = ctx.map_files("fit_target", _phase_fit_target, files=[json.dumps(t) for t in tasks],
                              keys=[f"target-{t['index']:06d}" for t in tasks], c=c, d=d)
-        tgt = _total([r["tgt"] for r in rows], c.num_buckets)
+        tgt = cutoff.total([r["tgt"] for r in rows], c.num_buckets)
         metrics.update(target_docs=sum(r["docs"] for r in rows), target_rejected=sum(r["rejected"] for r in rows))
     lr_path = _save(log_ratio(tgt, raw, c.laplace), storage.join(d, "log_ratio.npy"))
     k = how_many(c.num_to_sample, eligible)
     weighed = ctx.map_files("weigh", _phase_weigh, c=c, lr_path=lr_path, d=d)
-    thr = _kth(ctx, d, [r["counts"] for r in weighed], k)
+    thr = cutoff.kth(ctx, d, [r["counts"] for r in weighed], k, CUTOFF_ROWS)
     rate = k / max(eligible, 1)
     dec = ctx.map_files("decide", _phase_decide, c=c, thr=list(thr), rate=rate, d=d, out_dir=ctx.decisions_dir,
                         compression=ctx.compression)
     metrics.update(num_to_sample=k, selected=sum(r["n"] for r in dec), threshold_key=thr[0] if k else None)
-    metrics.update(report(c, tgt, raw, _total([r["sel"] for r in dec], c.num_buckets),
-                          _total([r["rand"] for r in dec], c.num_buckets),
+    metrics.update(report(c, tgt, raw, cutoff.total([r["sel"] for r in dec], c.num_buckets),
+                          cutoff.total([r["rand"] for r in dec], c.num_buckets),
                           _merged(r["pool"] for r in fit), _merged(r["chosen"] for r in dec)))
     return metrics

@@ -16,7 +16,8 @@ Rows come from the WARC readers (``url``, ``date``, ``content_type``, ``http_sta
 ``warc_type`` beside ``text``, the decoded payload) or from JSONL / Parquet, where a row
 without those columns is taken as HTML. In order, a row is rejected for a non-2xx HTTP
 status (``extract/http_status``), a content type other than HTML (``extract/not_html``:
-images, PDFs, ...; a WET ``conversion`` record is text already and passes unchanged),
+images, PDFs, ...; a WET ``conversion`` record is text already and passes unchanged, and so
+does a JSONL / Parquet record with ``records: text``),
 an extraction that overran ``timeout`` (``extract/timeout``) or failed
 (``extract/error``), or no text (``extract/empty``). Extraction runs in a child process
 killed on timeout (:mod:`datacurate.core.sandbox`), so one pathological page costs
@@ -86,6 +87,9 @@ class ExtractConfig:
     html_types: list[str] = opt(["text/html", "application/xhtml+xml"],
                                 "content types extracted; a null content_type counts as HTML")
     keep_html: bool = opt(False, "keep the input HTML in column html (kept rows)")
+    records: Literal["html", "text"] = opt("html", "rows not read from a WARC (no warc_type: JSONL / Parquet "
+                                                   "records): html = pages to extract, text = text already, passed "
+                                                   "unchanged (one recipe then takes WARC and text inputs)")
 
     def validate(self) -> None:
         if self.timeout is not None and self.timeout <= 0:
@@ -149,6 +153,8 @@ class Extract(Stage):
         wtype = _column(table, "warc_type")
         converted = np.zeros(n, bool) if wtype is None else np.asarray(
             pc.fill_null(pc.equal(wtype.cast(pa.string()), "conversion"), False))
+        if self.config.records == "text":  # a record of text, not a WARC capture: as a WET conversion
+            converted |= np.ones(n, bool) if wtype is None else np.asarray(pc.is_null(wtype))
         mime = mime_types(table)
         not_html = np.asarray(pc.and_(pc.is_valid(mime), pc.invert(pc.is_in(mime, pa.array(self.config.html_types)))))
         not_html &= ~converted
@@ -200,7 +206,7 @@ class Extract(Stage):
             return ""
         types = sorted(m["content_types"].items(), key=lambda kv: -kv[1])
         rejected = (view.stats.get("rejected") or {}).items()
-        rows = [["pages extracted", m.get("extracted", 0)], ["WET text passed through", m.get("passed_through", 0)],
+        rows = [["pages extracted", m.get("extracted", 0)], ["text passed through (WET, records: text)", m.get("passed_through", 0)],
                 ["HTML bytes in", m.get("html_bytes_in", 0)], ["text characters out", m.get("text_chars_out", 0)],
                 ["characters out per HTML byte", round(m.get("text_chars_out", 0) / max(m.get("html_bytes_in", 0), 1), 4)],
                 ["extraction workers restarted", m.get("worker_restarts", 0)]]

@@ -110,6 +110,8 @@ def label_map(labels: list[str]) -> dict[str, tuple[str, Optional[str]]]:
 
 class LangId(Stage):
     name = "langid"
+    side_inputs = ("model",)
+    local_side_inputs = ("model",)
     Config = LangIdConfig
     columns = {LANG: pa.string(), "lang_score": pa.float32(), LANG_SCRIPT: pa.string()}
     scores = {"lang_score": Score("langid: top-1 language probability", "min_score",

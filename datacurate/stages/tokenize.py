@@ -47,6 +47,7 @@ class TokenizeConfig:
 
 class Tokenize(Stage):
     name = "tokenize"
+    side_inputs = ("tokenizer",)
     Config = TokenizeConfig
     columns = {N_TOKENS: pa.int32()}
     makes_tokens = True  # later stages (decompose) take their tokenizer from here

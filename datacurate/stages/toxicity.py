@@ -1,7 +1,14 @@
 """Stage ``toxicity``: a fastText toxicity classifier plus the LDNOOBW word-list rule.
 
-Two rules, each can be turned off (keys, defaults and reasons: the README's ``toxicity``
-section):
+Two rules (keys, defaults and reasons: the README's ``toxicity`` section). The default is
+the classifier with a document threshold, Dolma-style: a document is rejected when more than
+3 % of its sentences score at or above the model card's sentence threshold. On real pages
+(``benchmarks/eval_toxicity.py``: 181 news articles, 1,096 Debian documentation pages, 124
+Brown samples, a Mona Lisa page) that rejects 0.1 % of mainstream pages and no news article,
+and catches 75 % of 20-sentence windows of held-out nlp-corpus text with one hand-labelled
+explicit sentence, 91 % with two; C4's one-word rule rejects 5.7 % of the mainstream pages
+(9.4 % of the news articles, and the Mona Lisa) for the same 75 % / 94 % recall. The word
+list is off by default and stays available as C4's rule (``wordlist: {enabled: true}``).
 
 * ``classifier``: a fastText model trained sentence by sentence on hand labels to find
   explicit offence (the explicit / implicit split of Waseem et al. 2017),
@@ -39,6 +46,7 @@ from datacurate.core.coerce import opt
 from datacurate.models.fasttext_model import FastTextScorer, load_card, score_histogram
 from datacurate.core.schema import LANG, TEXT
 from datacurate.stages.base import Score, Stage, first_reason
+from datacurate.stages.classifier_keys import Calibrated
 from datacurate.text.charclass import RegexClass, double
 from datacurate.stages.quality import CLASSIFIERS, scored_rows
 
@@ -55,10 +63,11 @@ class ClassifierRuleConfig:
     enabled: bool = True
     model: Optional[str] = opt(None, "fastText model; null = classifiers/toxicity.ftz")
     label: str = opt("toxic", "the model label whose probability is toxicity_score")
-    max_score: float = opt(0.1, "reject above this document score (see aggregate)")
+    max_score: float = opt(0.03, "reject above this document score (see aggregate); 0.03 of sentences at the card's "
+                           "threshold: benchmarks/results/toxicity.json")
     languages: Optional[list[str]] = opt(["en"], "score rows with these lang values; null = all")
     granularity: Literal["sentence", "line", "document"] = opt("sentence", "the unit the model scores")
-    aggregate: Literal["mean", "max", "share"] = opt("mean", "sentence / line: a document's score from its units': "
+    aggregate: Literal["mean", "max", "share"] = opt("share", "sentence / line: a document's score from its units': "
                                                      "mean P(label) | max (worst unit) | share >= unit_threshold")
     unit_threshold: Optional[float] = opt(None, "aggregate share: a unit's decision threshold; null = the model card's")
     max_chars: int = opt(100_000, "characters of each document given to the model")
@@ -76,7 +85,8 @@ class ClassifierRuleConfig:
 
 @dataclass
 class WordListRuleConfig:
-    enabled: bool = True
+    enabled: bool = opt(False, "C4's rule (with min_matches 1); off by default: it removed 9.4 % of real news "
+                        "articles and the Mona Lisa page (benchmarks/results/toxicity.json)")
     lists: Optional[str] = opt(None, "directory of <lang>.txt lists, one entry per line; null = shipped LDNOOBW")
     default_language: str = opt("en", "list for rows with no lang, or a lang without a list")
     no_boundary_languages: list[str] = opt(["ja", "th", "zh"], "substring match (mC4)")
@@ -147,9 +157,13 @@ class WordList:
 
 class Toxicity(Stage):
     name = "toxicity"
+    side_inputs = ("classifier.model", "wordlist.lists")
+    local_side_inputs = ("classifier.model", "wordlist.lists")
     Config = ToxicityConfig
     uses_words = True
     columns = {"toxicity_score": pa.float32(), "toxicity_wordlist_hits": pa.int32()}
+    # top_fraction / buckets: a score_rank stage after (the top = the least toxic)
+    calibrated = Calibrated("toxicity_score", {"classifier": {"max_score": 1.0}}, lower_is_better=True)
     scores = {"toxicity_score": Score("toxicity: document score", "classifier.max_score", "above",
                                       applies=lambda c: c.classifier.enabled)}
 

@@ -166,6 +166,8 @@ class Blocklist:
 
 class UrlFilter(Stage):
     name = "url_filter"
+    side_inputs = ("blocklist",)
+    local_side_inputs = ("blocklist",)
     Config = UrlFilterConfig
 
     def __init__(self, config: UrlFilterConfig | None = None, **params):

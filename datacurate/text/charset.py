@@ -10,9 +10,12 @@ and the standard's ``replacement`` labels (``iso-2022-kr``, ``hz-gb-2312``: a br
 one U+FFFD; detection does better).
 
 The sources, in the order of the standard (its encoding sniffing algorithm): a byte-order
-mark; the HTTP ``Content-Type`` charset; a ``<meta>`` tag or an XML declaration in the
-first 4 KB, comments skipped (the prescan; a ``utf-16`` label there means UTF-8, as the
-HTML standard says, since a page whose ASCII bytes were read to find it is not UTF-16);
+mark, which is final (the page is decoded with it, whatever its bytes, as a browser does);
+the HTTP ``Content-Type`` charset; a ``<meta>`` tag found by the standard's prescan
+(:mod:`datacurate.text.prescan`: ``charset``, or ``http-equiv=content-type`` with
+``content``; need-pragma and attribute parsing as written), or an XML declaration, in the
+first 4 KB (a ``utf-16`` label there means UTF-8, as the HTML standard says, since a page
+whose ASCII bytes were read to find it is not UTF-16);
 UTF-8; resiliparse's ``detect_encoding``. A browser takes the first declaration and shows
 what comes out; here each source is tried until one decodes, so a label the bytes
 contradict gives way to the next (a header saying ``utf-8`` over windows-1252 bytes).
@@ -48,6 +51,8 @@ from typing import NamedTuple
 
 import webencodings
 
+from datacurate.text.prescan import PRESCAN_BYTES, prescan as meta_prescan
+
 # WHATWG encoding name -> the Python codec that decodes as the standard does (where
 # webencodings' own codec is narrower)
 _PYTHON = {"gbk": "gb18030", "euc-jp": "euc_jis_2004"}
@@ -56,8 +61,6 @@ _C1 = frozenset({"windows-874", "windows-1250", "windows-1251", "windows-1252", 
                  "windows-1255", "windows-1256", "windows-1257", "windows-1258"})
 _UTF16 = ("utf-16le", "utf-16be")
 
-_COMMENT = re.compile(rb"<!--.*?(?:-->|$)", re.S)
-_META = re.compile(rb"""<meta[^>]+?charset\s*=\s*["']?\s*([^\s"'/>;]+)""", re.I)
 _XML = re.compile(rb"""^\s*<\?xml[^>]+encoding\s*=\s*["']([^"']+)""", re.I)
 _BOMS = ((codecs.BOM_UTF8, "utf-8"), (codecs.BOM_UTF16_LE, "utf-16le"), (codecs.BOM_UTF16_BE, "utf-16be"))
 _CONTROL = re.compile("[\x00-\x08\x0b\x0e-\x1f\ufffd]")
@@ -118,14 +121,13 @@ def codec(label: str | None) -> str | None:
 
 
 def prescan(payload: bytes) -> str | None:
-    """The encoding a ``<meta>`` tag or an XML declaration in the first 4 KB declares
-    (comments skipped; a known label only; ``utf-16`` there is UTF-8, per the HTML standard)."""
-    head = _COMMENT.sub(b"", payload[:4096])
-    for m in _META.finditer(head):
-        name = lookup(m.group(1))
-        if name is not None:
-            return "utf-8" if name in _UTF16 else ("windows-1252" if name == "x-user-defined" else name)
-    m = _XML.search(head)
+    """The encoding a ``<meta>`` tag declares, by the HTML Standard's prescan
+    (:mod:`datacurate.text.prescan`), else an XML declaration at the start (an XHTML or XML
+    payload; ``utf-16`` there is UTF-8, as in a ``<meta>``)."""
+    name = meta_prescan(payload)
+    if name is not None:
+        return name
+    m = _XML.search(payload[:PRESCAN_BYTES])
     name = lookup(m.group(1)) if m else None
     return "utf-8" if name in _UTF16 else name
 
@@ -189,8 +191,9 @@ def decode(payload: bytes, charset: str | None = None) -> Decoded:
     """``payload`` (a text payload: :func:`is_text`) as text, the browser's way (module doc).
     ``charset``: the HTTP header's label."""
     first = bom(payload)
-    if first is not None:
-        payload = payload[3 if first == "utf-8" else 2:]
+    if first is not None:  # a byte-order mark is final (the standard's BOM sniff): no other source is asked
+        text, bad = _try(payload[3 if first == "utf-8" else 2:], first)
+        return Decoded(text, first, bad, _not_text(text))
     best: tuple[int, str, str] | None = None  # (U+FFFD, name, text) of the fewest U+FFFD so far
     tried = set()
     for name in _sources(payload, charset, first):
@@ -210,6 +213,9 @@ def decode(payload: bytes, charset: str | None = None) -> Decoded:
     if bad and not _nearly(text, bad):
         name = "windows-1252"
         text, bad = _try(payload, name)
+    return Decoded(text, name, bad, _not_text(text))
+
+
+def _not_text(text: str) -> bool:
     head = text[:65536]
-    not_text = len(_CONTROL.findall(head)) > MAX_NOT_TEXT * max(len(head), 1)
-    return Decoded(text, name, bad, not_text)
+    return len(_CONTROL.findall(head)) > MAX_NOT_TEXT * max(len(head), 1)

@@ -22,6 +22,11 @@ class Spec:
     module: str  # what must import
     pip: str  # what to install
     make: Callable[[], Callable[[str, str], list]]  # builds fn(run, lang) -> words
+    # runs may share a call (joined by newlines): only where a run's words never depend on
+    # its neighbours, or a run's words would depend on the batch it came in. SudachiPy
+    # (start-of-input vs after a newline) and PyThaiNLP's newmm-safe (it cuts long input into
+    # pieces) do not qualify; khmer-nltk's CRF reads the whole sequence
+    joinable: bool = True
 
 
 def _icu():
@@ -82,17 +87,17 @@ SEGMENTERS = {
     "icu": Spec("icu4py.breakers", "icu4py", _icu),
     "rjieba": Spec("rjieba", "rjieba", _rjieba),
     "jieba": Spec("jieba", "jieba", _jieba),
-    "sudachipy": Spec("sudachidict_core", "sudachipy sudachidict-core", _sudachi),
-    "pythainlp": Spec("pythainlp", "pythainlp", _pythainlp),
-    "laonlp": Spec("laonlp", "laonlp", _laonlp),
-    "khmer-nltk": Spec("khmernltk", "khmer-nltk", _khmer),
+    "sudachipy": Spec("sudachidict_core", "sudachipy sudachidict-core", _sudachi, joinable=False),
+    "pythainlp": Spec("pythainlp", "pythainlp", _pythainlp, joinable=False),
+    "laonlp": Spec("laonlp", "laonlp", _laonlp, joinable=False),  # PyThaiNLP's maximal matching inside
+    "khmer-nltk": Spec("khmernltk", "khmer-nltk", _khmer, joinable=False),
 }
 
 # language (lid.176's code) -> segmenter, chosen by benchmarks/bench_words.py: where a
 # segmenter agrees with datatrove's (the words FineWeb-2 fitted its per-language thresholds
 # on: word-span F1 1.0 for rjieba, SudachiPy mode A, PyThaiNLP, LaoNLP), that one, the fastest
 # such; Khmer, Burmese and Tibetan get ICU (khmer-nltk agrees with datatrove but runs at
-# 88k chars/s and pulls scikit-learn: an option; datatrove's Burmese pyidaungsu replaces the
+# ~85k chars/s and pulls scikit-learn: an option; datatrove's Burmese pyidaungsu replaces the
 # fastText module; botok downloads its dictionary on first use, which fails offline).
 # ICU cuts Tibetan into syllables at the tsheg.
 DEFAULT = {
@@ -112,12 +117,14 @@ _CALL_CHARS = 8192  # runs per call: SudachiPy refuses inputs over 49,149 bytes
 
 
 def segment_runs(name: str, lang: str, runs: list[str]) -> list[list[str]]:
-    """The words of each run: the runs joined by newlines, a few thousand characters a call,
-    so a segmenter's per-call cost (PyThaiNLP's, ICU's set-up) is paid per batch, not per
-    run. Each word is found in the joined text in order and goes to the run it starts in; a
-    word spanning a newline is cut there. Where a segmenter's words are not the text in
-    order, that call's runs are segmented one by one."""
+    """The words of each run, each run's alone. For a ``joinable`` segmenter the runs are joined
+    by newlines, a few thousand characters a call, so its per-call cost (ICU's set-up) is
+    paid per batch, not per run: each word is found in the joined text in order and goes to
+    the run it starts in; a word spanning a newline is cut there. Where its words are not
+    the text in order, that call's runs are segmented one by one."""
     fn, out, i = load(name), [], 0
+    if not SEGMENTERS[name].joinable:
+        return [fn(run, lang) for run in runs]
     while i < len(runs):
         j, size = i + 1, len(runs[i])
         while j < len(runs) and size + len(runs[j]) < _CALL_CHARS:
@@ -138,8 +145,9 @@ def _split_back(fn, lang: str, runs: list[str]) -> list[list[str]]:
         for tok in toks:
             if "\n" in tok:
                 first, *rest = tok.split("\n")
-                words[-1].append(first)
-                words += [[part] for part in rest]
+                if first:
+                    words[-1].append(first)
+                words += [[part] if part else [] for part in rest]
             else:
                 words[-1].append(tok)
         return words

@@ -78,16 +78,21 @@ _PER_WORD = 64 // DIGIT_BITS
 _SIGN = np.uint64(1 << 63)
 
 
+def ascending_bits(keys: np.ndarray) -> np.ndarray:
+    """(U,) uint64 whose order is the float keys' ascending order (negative floats: all bits
+    flipped; others: the sign bit set); -0.0 counts as 0.0."""
+    b = (np.ascontiguousarray(keys, dtype=np.float64) + 0.0).view(np.uint64)  # -0.0 + 0.0 == +0.0
+    return np.where(b & _SIGN, ~b, b | _SIGN)
+
+
 def rank_words(keys: np.ndarray, ords: np.ndarray, chunks: np.ndarray) -> np.ndarray:
     """(U, 3) uint64 rows whose ascending lexicographic order is :func:`order` (finite keys).
 
     The key's bits are mapped to an unsigned integer that grows with the key (negative
     floats: all bits flipped; others: the sign bit set) and then inverted, so a larger key
     ranks first; -0.0 counts as 0.0, as the comparisons of :func:`order` do."""
-    k = np.ascontiguousarray(keys, dtype=np.float64) + 0.0  # -0.0 + 0.0 == +0.0
-    b = k.view(np.uint64)
-    up = np.where(b & _SIGN, ~b, b | _SIGN)
-    out = np.empty((len(k), 3), np.uint64)
+    up = ascending_bits(keys)
+    out = np.empty((len(up), 3), np.uint64)
     out[:, 0] = ~up
     out[:, 1] = ords.astype(np.int64).astype(np.uint64)  # positions are >= 0
     out[:, 2] = chunks.astype(np.int64).astype(np.uint64)

@@ -6,9 +6,11 @@ Rules (a subset of RFC 3986 / the WHATWG URL Standard, enough for crawled URLs):
 * **Parse**: surrounding whitespace trimmed; ``scheme:`` (optional: ``//host/x`` and, for
   the blocklist's own entries and hand-written URLs, ``host.tld/x``), ``//``, user info up
   to the last ``@`` of the authority (dropped), the host (a name, or an IPv6 literal in
-  brackets), an optional port, then the rest (path, query), which must begin with ``/``,
-  ``?`` or ``#``. The fragment is dropped. A port is digits (at most 65535; empty means
-  the default): ``http://h:abc/x`` is **no URL** (null host), never ``http://h/abc/x``.
+  brackets), an optional port, then the rest (path, query), which must begin with ``/``
+  or ``?``, then the fragment, dropped from every URL (``http://h#a`` is ``http://h/``). A
+  port is digits, read as a number (at most 65535; leading zeros dropped, as the WHATWG URL
+  parser does: ``:080`` is 80; empty means the default): ``http://h:abc/x`` is **no URL**
+  (null host), never ``http://h/abc/x``.
   Anything else (``mailto:``, ``not a url``, a space in the host) has a null host.
 * **Host**: lowercased, a trailing dot dropped, an internationalised name in punycode
   (IDNA 2008 with UTS 46 through ``idna``; IDNA 2003 for the names 2008 refuses), then
@@ -43,7 +45,7 @@ import pyarrow.compute as pc
 
 # scheme (optional), user info, host (or [IPv6]), port (digits or empty), the rest
 URL_RE = (r"^(?:(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*):)?//(?:[^/?#\\]*@)?"
-          r"(?P<host>\[[0-9A-Fa-f:.]+\]|[^:/?#\\@\[\]\s]+)(?::(?P<port>\d*))?(?P<rest>[/?#][^#]*)?(?:#.*)?$")
+          r"(?P<host>\[[0-9A-Fa-f:.]+\]|[^:/?#\\@\[\]\s]+)(?::(?P<port>\d*))?(?P<rest>[/?][^#]*)?(?:#.*)?$")
 BARE_RE = (r"^(?P<host>[^:/?#\\@\s]+\.[^:/?#\\@\s]+)(?::(?P<port>\d*))?(?P<rest>[/?][^#]*)?(?:#.*)?$")  # example.com/x
 HOST_OK = r"(?:[a-z0-9_](?:[a-z0-9_-]*[a-z0-9_])?\.)*[a-z0-9_](?:[a-z0-9_-]*[a-z0-9_])?|\[[0-9a-f:.]+\]"
 DEFAULT_PORTS = {"http": "80", "https": "443", "ftp": "21", "ws": "80", "wss": "443"}
@@ -83,6 +85,8 @@ def parse(urls, bare: bool = True) -> Parts:
             rest = pc.replace_with_mask(rest, mask, pc.struct_field(got, "rest"))
     scheme = pc.utf8_lower(pc.if_else(pc.equal(pc.fill_null(scheme, ""), ""), _NULL, scheme))
     port = pc.fill_null(port, "")
+    digits = pc.replace_substring_regex(port, r"^0+", "")  # the port as a number: ":080" is 80, ":0443" 443
+    port = pc.if_else(pc.and_(pc.not_equal(port, ""), pc.equal(digits, "")), "0", digits)
     long_ = pc.greater(pc.utf8_length(port), 5)
     number = pc.cast(pc.if_else(pc.or_(long_, pc.equal(port, "")), "0", port), pa.int64())
     host = pc.if_else(pc.or_(long_, pc.greater(number, 65535)), _NULL, host)

@@ -69,12 +69,19 @@ _LANG_SCRIPT = {"zh": "cj", "yue": "cj", "wuu": "cj", "gan": "cj", "ja": "cj", "
 UNSPACED_LANGS = frozenset(_LANG_SCRIPT)  # lid.176's languages whose words need a segmenter
 
 
+# ISO 639-3 codes (GlotLID's and FineWeb-2's labels, ``cmn_Hani``) of those languages;
+# Hakka and Min Nan in Han script take Chinese words, as in datatrove's assignments
+_ISO3 = {"cmn": "zh", "zho": "zh", "hak": "zh", "nan": "zh", "jpn": "ja", "tha": "th", "lao": "lo",
+         "khm": "km", "mya": "my", "bod": "bo", "dzo": "dz"}
+
+
 def base_lang(lang) -> str | None:
-    """lid.176's code of ``lang``: ``zh``, ``zh_Hant``, ``zh-Hans``, ``__label__zh`` -> ``zh``."""
+    """lid.176's code of ``lang``: ``zh``, ``zh_Hant``, ``zh-Hans``, ``__label__zh``, ``cmn_Hani`` -> ``zh``."""
     if lang is None or not isinstance(lang, str) or not lang:
         return None
     lang = lang.removeprefix("__label__")
-    return re.split(r"[_\-]", lang, maxsplit=1)[0].lower() or None
+    code = re.split(r"[_\-]", lang, maxsplit=1)[0].lower() or None
+    return _ISO3.get(code, code)
 
 
 def segmenter_for(lang, table: dict | None = None) -> str | None:
@@ -101,15 +108,17 @@ def check_segmenters(langs, table: dict | None = None) -> None:
                               f"({problem}); install it with: pip install {seg.SEGMENTERS[name].pip}")
 
 
-def _row_langs(langs, n: int) -> list:
+def _langs_at(langs, idx: np.ndarray, n: int) -> list:
+    """lid.176's code of the language of rows ``idx`` (``langs``: None, one code, or one per row)."""
     if langs is None or isinstance(langs, str):
-        return [langs] * n
+        return [base_lang(langs)] * len(idx)
+    if len(langs) != n:
+        raise ValueError(f"words: {len(langs)} languages for {n} texts")
     if isinstance(langs, (pa.Array, pa.ChunkedArray)):
-        langs = langs.to_pylist()
-    out = list(langs)
-    if len(out) != n:
-        raise ValueError(f"words: {len(out)} languages for {n} texts")
-    return out
+        picked = langs.take(pa.array(idx)).to_pylist()
+    else:
+        picked = [langs[i] for i in idx]
+    return [base_lang(x) for x in picked]
 
 
 def _run_lang(script: str, run: str, row_lang: str | None) -> str:
@@ -147,9 +156,34 @@ def spaced(texts: pa.Array, langs=None, table: dict | None = None) -> pa.Array:
     if not rows.any():
         return texts
     idx = np.flatnonzero(rows)
-    row_lang = _row_langs(langs, len(texts))
-    new = _Cutter(table).space_all(texts.take(pa.array(idx)).to_pylist(), [base_lang(row_lang[i]) for i in idx])
+    new = _Cutter(table).space_all(texts.take(pa.array(idx)).to_pylist(), _langs_at(langs, idx, len(texts)))
     return pc.replace_with_mask(texts, pa.array(rows), pa.array(new, type=texts.type))
+
+
+def chunks(text: str, spaced_text: str, k: int) -> list[str]:
+    """``text`` cut after every ``k`` words and the spaces after them, words as in
+    ``spaced_text`` (:func:`spaced` of it: spaces inserted, zero-width spaces made spaces, a
+    Tibetan tsheg dropped); the pieces concatenate back to ``text``."""
+    where, i = [], 0  # where[j]: the position in text of spaced_text[j]'s character, -1 if inserted
+    for c in spaced_text:
+        if i < len(text) and c == " " and text[i] in _SEP:
+            where.append(i)
+            while i < len(text) and text[i] in _SEP:
+                i += 1
+        elif i < len(text) and c == text[i]:
+            where.append(i)
+            i += 1
+        elif c == " ":
+            where.append(-1)
+        else:  # characters the segmenter dropped (a tsheg): skip to this one
+            i = text.find(c, i)
+            if i < 0:  # not text with spaces put in: one piece, as before
+                return [text]
+            where.append(i)
+            i += 1
+    cuts = [m.start() for n, m in enumerate(re.finditer(r"\S+", spaced_text)) if n and n % k == 0]
+    bounds = [0] + [where[j] for j in cuts] + [len(text)]
+    return [text[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
 
 
 def split_words(texts: pa.Array, langs=None, table: dict | None = None) -> ts.Pieces:

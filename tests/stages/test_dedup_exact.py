@@ -135,11 +135,31 @@ def test_url_key_keeps_the_newest_capture_of_each_normalised_url():
     table = pa.table({"id": [f"d{i}" for i in range(len(urls))], "text": texts, "url": urls, "date": dates})
     out = ExactDedup(key="url", priority_column="date")(table)
     # http://example.com/news?id=1 in three captures: the newest (2024-06-01) stays; https is another URL
-    assert out["reject_reason"].to_pylist() == ["exact_dedup/duplicate", None, None, "exact_dedup/duplicate",
+    assert out["reject_reason"].to_pylist() == ["exact_dedup:url/duplicate", None, None, "exact_dedup:url/duplicate",
                                                 None, None, None]
     by_order = ExactDedup(key="url")(table)  # no priority: the first in input order stays
-    assert by_order["reject_reason"].to_pylist()[:4] == [None, "exact_dedup/duplicate", None, "exact_dedup/duplicate"]
+    assert by_order["reject_reason"].to_pylist()[:4] == [None, "exact_dedup:url/duplicate", None,
+                                                         "exact_dedup:url/duplicate"]
     assert run(PROSE + PROSE[:1])[0][-1] == "exact_dedup/duplicate"  # the default key is still the text
+
+
+def test_a_saved_url_filter_remembers_only_live_captures(tmp_path):
+    """Crawl 1 saw /a only as a 404 and /b live; crawl 2 loads its filter: /a's live capture is
+    new (kept), /b's is seen before. A dead-only capture never rejects a later live one."""
+    def crawl(urls, statuses, **cfg):
+        table = pa.table({"id": [f"d{i}" for i in range(len(urls))], "text": [f"page {u}" for u in urls], "url": urls,
+                          "http_status": pa.array(statuses, pa.int32())})
+        return ExactDedup(key="url", status_column="http_status", num_shards=2, expected_items=1000,
+                          **cfg)(table)["reject_reason"].to_pylist()
+
+    saved = str(tmp_path / "filter")
+    assert crawl(["http://example.org/a", "http://example.org/a", "http://example.org/b"], [404, 404, 200],
+                 save_filter=saved) == [None, "exact_dedup:url/duplicate", None]  # dead captures still dedup
+    assert crawl(["http://example.org/a", "http://example.org/b", "http://example.org/c"], [200, 200, 404],
+                 load_filter=saved, save_filter=str(tmp_path / "second")) == [None, "exact_dedup:url/seen_before", None]
+    # the second filter (the first merged in) remembers /a now that it was live, not /c
+    assert crawl(["http://example.org/a", "http://example.org/c"], [200, 200],
+                 load_filter=str(tmp_path / "second")) == ["exact_dedup:url/seen_before", None]
 
 
 def test_url_key_config_errors():

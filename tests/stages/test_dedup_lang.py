@@ -180,3 +180,14 @@ def test_paragraph_mode_on_real_cjk_and_thai_text(passages):
     reasons, text, removed = _paragraph_run([a, b])
     assert reasons == [None, None] and removed == [0, 2]
     assert [p for p in text[1].split("\n") if p] == [paras[4], paras[5]]  # blank lines stay, as before
+
+
+def test_yaml_config_by_lang_and_weights(tmp_path):
+    from datacurate.configs.pipeline import load_config
+
+    p = tmp_path / "p.yaml"
+    p.write_text("input: {path: in.jsonl}\noutput: out\nstages:\n  - langid: {}\n"
+                 "  - near_dedup: {by: lang, upsampling_weights: {1: 1, 2: 4, 10: 2}}\n")
+    cfg = load_config(p).stages[1].config
+    assert cfg.by == "lang" and cfg.upsampling_weights == {1: 1, 2: 4, 10: 2}
+    assert dn.upsampling_weight([1, 3, 10, 50], cfg.upsampling_weights).tolist() == [1, 4, 2, 2]

@@ -5,6 +5,7 @@ rather than typed here; the classifier cases use common profanity, no slurs.
 """
 
 import re
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -38,7 +39,7 @@ def hits(texts, langs=None, **config):
 
 @pytest.fixture(scope="module")
 def words_only():
-    return Toxicity(classifier={"enabled": False})
+    return Toxicity(classifier={"enabled": False}, wordlist={"enabled": True})  # C4's rule
 
 
 @pytest.fixture(scope="module")
@@ -110,7 +111,7 @@ def test_min_matches(words_only):
     w = EN_WORDS[2]
     t = table([f"one {w} here", f"two {w} and {w}"])
     assert words_only(t).column("reject_reason").to_pylist() == ["toxicity/wordlist"] * 2
-    two = Toxicity(classifier={"enabled": False}, wordlist={"min_matches": 2})(t)
+    two = Toxicity(classifier={"enabled": False}, wordlist={"enabled": True, "min_matches": 2})(t)
     assert two.column("reject_reason").to_pylist() == [None, "toxicity/wordlist"]
     assert two.column("toxicity_wordlist_hits").to_pylist() == [1, 2]
 
@@ -118,7 +119,7 @@ def test_min_matches(words_only):
 def test_classifier_flags_abuse_and_keeps_prose(stage):
     texts = ["Shut up, you stupid fucking bitch.", "This is bullshit, you worthless piece of shit.", PROSE,
              "The committee will meet on Tuesday to discuss the budget for the new library."]
-    out = Toxicity(wordlist={"enabled": False})(table(texts))
+    out = Toxicity(classifier={"aggregate": "mean", "max_score": 0.1})(table(texts))
     s = out.column("toxicity_score").to_pylist()
     assert s[0] > 0.9 and s[1] > 0.9 and s[2] < 0.05 and s[3] < 0.05
     assert out.column("reject_reason").to_pylist() == ["toxicity/model_score"] * 2 + [None, None]
@@ -129,10 +130,10 @@ def test_granularity_and_aggregate():
     abuse = "Shut up, you stupid fucking bitch."
     doc = PROSE + "\n" + abuse  # one abusive sentence among ~14 sentences of prose
     t = table([doc])
-    mean = Toxicity(wordlist={"enabled": False})(t).column("toxicity_score")[0].as_py()
+    mean = Toxicity(classifier={"aggregate": "mean"}, wordlist={"enabled": False})(t).column("toxicity_score")[0].as_py()
     worst = Toxicity(classifier={"aggregate": "max"}, wordlist={"enabled": False})(t).column("toxicity_score")[0].as_py()
     line = Toxicity(classifier={"granularity": "line", "aggregate": "max"}, wordlist={"enabled": False})(t)
-    whole = Toxicity(classifier={"granularity": "document"}, wordlist={"enabled": False})(t)
+    whole = Toxicity(classifier={"granularity": "document", "aggregate": "mean"}, wordlist={"enabled": False})(t)
     assert 0.03 < mean < 0.15 and worst > 0.9
     assert line.column("toxicity_score")[0].as_py() > 0.9
     assert whole.column("toxicity_score")[0].as_py() < worst
@@ -164,15 +165,16 @@ def test_bad_input_scores_without_error(stage):
     texts = ["", " \n\n ", "word " * 200_000, "a" * 1_000_000, "...!!!???" * 1000,
              "Погода была холодной, и лодки всю зиму оставались в гавани.", "天気は寒く、船は冬の間ずっと港に停泊していた。",
              "مرحبا بالعالم", "\x00\x01 \ufffd", "🙂" * 1000]
-    out = Toxicity(classifier={"languages": None})(table(texts, lang=pa.array(["en", "en", "en", "en", "en", "ru", "ja",
+    out = Toxicity(classifier={"languages": None}, wordlist={"enabled": True})(table(texts, lang=pa.array(["en", "en", "en", "en", "en", "ru", "ja",
                                                                                "ar", None, None])))
     s = np.array(out.column("toxicity_score").to_pylist(), dtype=float)
     assert out.num_rows == len(texts) and np.all((s >= 0) & (s <= 1))
     assert s[0] == 0.0 and out.column("toxicity_wordlist_hits").to_pylist()[:2] == [0, 0]
 
 
-def test_metrics(stage):
+def test_metrics():
     w = EN_WORDS[3]
+    stage = Toxicity(wordlist={"enabled": True})
     out = stage(table([PROSE, f"a {w} b", "Shut up, you stupid fucking bitch."]))
     m = stage.metrics(out)
     assert sum(m["toxicity_score_hist"].values()) == 3 and m["toxicity_score_hist"]["0.9-1.0"] == 1
@@ -206,4 +208,24 @@ def test_unit_threshold_only_with_share():
 
     with pytest.raises(ConfigError, match="unit_threshold applies to aggregate: share only"):
         load_config({"input": {"path": "sample_data/corpus"},
-                     "stages": [{"toxicity": {"classifier": {"unit_threshold": 0.3}}}]})
+                     "stages": [{"toxicity": {"classifier": {"aggregate": "mean", "unit_threshold": 0.3}}}]})
+
+
+MONA_LISA = Path(__file__).resolve().parents[1] / "data" / "text" / "mona_lisa.txt"
+
+
+def test_the_default_keeps_the_mona_lisa_and_c4s_rule_removes_it(stage):
+    """A page about the painting names its nude variants (one LDNOOBW word): the default
+    (classifier, document threshold) keeps it; C4's one-word rule, when selected, does not."""
+    page = MONA_LISA.read_text(encoding="utf-8")
+    assert stage(table([page])).column("reject_reason").to_pylist() == [None]
+    c4 = Toxicity(classifier={"enabled": False}, wordlist={"enabled": True, "min_matches": 1})(table([page]))
+    assert c4.column("reject_reason").to_pylist() == ["toxicity/wordlist"]
+    assert c4.column("toxicity_wordlist_hits").to_pylist() == [2]  # "nude", twice
+
+
+def test_the_default_rejects_a_page_of_abuse_and_keeps_one_rude_line_in_a_long_page(stage):
+    abuse = "Shut up, you stupid fucking bitch. Fuck off, you worthless piece of shit. I hate you."
+    long_page = " ".join([PROSE] * 10) + " Shut up, you stupid fucking bitch."
+    out = stage(table([abuse, long_page]))
+    assert out.column("reject_reason").to_pylist() == ["toxicity/model_score", None]

@@ -30,6 +30,13 @@ CASES = [  # (URL, canonical form or None, normalised host or None)
     ("http://", None, None),
     ("", None, None),
     (None, None, None),
+    # the fragment dropped from every URL, a bare host's too; explicit default ports, zero-padded, are default
+    ("http://h.example#a", "http://h.example/", "h.example"),
+    ("http://h.example?q=1#a", "http://h.example/?q=1", "h.example"),
+    ("http://h.example:080/x", "http://h.example/x", "h.example"),
+    ("https://h.example:0443", "https://h.example/", "h.example"),
+    ("http://h.example:0000000080/", "http://h.example/", "h.example"),
+    ("http://h.example:08080/x#f", "http://h.example:8080/x", "h.example"),
 ]
 
 

@@ -108,7 +108,8 @@ def test_script_decides_where_the_language_does_not():
     by_lang = w.split_words(text, ["ja", "en", "th", "lo"])
     assert doc_words(by_lang, 0) == doc_words(by_lang, 1)  # kana -> Japanese even on an English row
     assert doc_words(by_lang, 2) == doc_words(by_lang, 3)  # Thai script on a Lao row -> Thai
-    assert w.segmenter_for("zh_Hant") == w.segmenter_for("zh") == seg.DEFAULT["zh"]
+    assert w.segmenter_for("zh_Hant") == w.segmenter_for("zh") == w.segmenter_for("cmn_Hani") == seg.DEFAULT["zh"]
+    assert w.segmenter_for("jpn_Jpan") == seg.DEFAULT["ja"] and w.segmenter_for("__label__th") == seg.DEFAULT["th"]
     assert w.segmenter_for("en") is None and w.segmenter_for(None) is None and w.segmenter_for("und") is None
 
 
@@ -153,3 +154,38 @@ def test_spaced_inserts_spaces_only_in_unspaced_runs():
     assert out[3].as_py() is None
     english = sample("news.jsonl")
     assert w.spaced(english) is english  # no copy, no Python: the fast path
+
+
+def test_words_do_not_depend_on_the_batch():
+    """Each run is cut as if alone, whichever runs share its batch (and a joined call):
+    the sample's Chinese and Japanese man pages and every passage, as one batch and row by row."""
+    texts = sample("technical_multilingual.jsonl")
+    rows = texts.take(pa.array(np.flatnonzero(w.unspaced_rows(texts)))).to_pylist()
+    rows += [p for lang in ("th", "km", "my", "dz", "lo") for p in texts_of(lang)]
+    together = w.split_words(pa.array(rows))
+    for d, row in enumerate(rows):
+        assert doc_words(together, d) == doc_words(w.split_words(pa.array([row])), 0), row[:80]
+
+
+@pytest.mark.parametrize("name,lang", [("rjieba", "zh"), ("icu", "zh"), ("icu", "ja"), ("icu", "th"), ("icu", "km"),
+                                       ("icu", "my"), ("icu", "dz")])
+def test_joined_calls_cut_each_run_as_alone(name, lang):
+    assert seg.SEGMENTERS[name].joinable
+    cutter = w._Cutter({lang: name})
+    for p in texts_of(lang if lang != "zh" else "zh") + sample("technical_multilingual.jsonl").to_pylist()[:60]:
+        cutter.find(p, lang)
+    runs = [r for key, found in cutter.groups.items() if key[0] == name for r in found]
+    assert len(runs) > 20
+    fn = seg.load(name)
+    assert seg.segment_runs(name, lang, runs) == [fn(r, lang) for r in runs]
+
+
+def test_chunks_map_words_back_to_the_text():
+    """chunks(): pieces of k words of the original text, whatever spaced() changed (spaces put
+    in, zero-width spaces made one space, the Tibetan tsheg dropped)."""
+    for lang, k in (("zh", 5), ("km", 4), ("dz", 3), ("th", 7), ("my", 2)):
+        for text in texts_of(lang)[:3]:
+            sp = w.spaced(pa.array([text]), lang)[0].as_py()
+            pieces = w.chunks(text, sp, k)
+            assert "".join(pieces) == text
+            assert len(pieces) == -(-len(sp.split()) // k)

@@ -104,3 +104,22 @@ def test_classifier_stages_pass_the_lang_column(monkeypatch):
     seen.clear()
     Toxicity(classifier={"languages": None, "granularity": "line"})(table)
     assert ["ja", "zh"] in seen
+
+
+def test_dsir_chunks_count_words_in_every_script():
+    """DSIR's units of ``chunk_words`` words (the paper's 128-word pieces): a Chinese or
+    Thai document is cut every k words too (it was one unit: no spaces), and the pieces
+    still concatenate back to the exact text; English is cut as before."""
+    from datacurate.stages import dsir as ds
+
+    zh = "".join(PASSAGES["zh"]["passages"])
+    th = "".join(PASSAGES["th"]["passages"])
+    en = " ".join(PASSAGES["en"]["passages"])
+    table = pa.table({"_ord": [0, 1, 2], "text": [zh, th, en], "lang": ["zh", "th", "en"]})
+    units = ds.units_of(table, 16)
+    pieces = [[t for t, p in zip(units.texts.to_pylist(), units.parent) if p == d] for d in range(3)]
+    for d, text in enumerate([zh, th, en]):
+        assert "".join(pieces[d]) == text
+    n_words = [len(wordseg.split_words(pa.array([t]), lang).values) for t, lang in ((zh, "zh"), (th, "th"))]
+    assert [len(pieces[0]), len(pieces[1])] == [-(-n // 16) for n in n_words]
+    assert len(pieces[2]) == -(-len(en.split()) // 16)

@@ -75,6 +75,12 @@ class RayContext(Context):
                     self.progress(self.stage, phase, len(out), len(todo), started)
         return out
 
+    def accelerators(self) -> int:
+        return int(ray.cluster_resources().get("GPU", 0))
+
+    def cpus(self) -> int:
+        return int(ray.cluster_resources().get("CPU", 1))
+
     def actors(self, cls: type, args: Sequence[tuple]) -> list[ActorRef]:
         """One actor of ``cls(*a)`` per entry of ``args`` (no CPU reserved: they hold state),
         placed round-robin over the nodes that run tasks (those with CPUs), not on a head

@@ -59,6 +59,18 @@ class Data(Blocks):
         size = {"batch_size": None} if whole else {}
         return self._wrap(self._ds.map_batches(self._fn(fn, phase), batch_format="pyarrow", fn_kwargs=kw, **size))
 
+    def map_pool(self, phase: str, cls: type, args: tuple, batch_rows: int, gpus: int = 0, cpus: int = 1,
+                 concurrency: int = 1) -> "Data":
+        """A Ray Data actor pool of ``concurrency`` actors (``num_gpus`` = ``gpus`` each when
+        the cluster has GPUs): each builds ``cls(*args)`` once (a model loads once per actor)
+        and is fed batches while the tasks before it (tokenizers on CPU workers) run ahead."""
+        # Ray 2.60 prints one core-worker line per pool (its MapWorker's constructor arguments in the
+        # object store with restarts allowed, ray-project/ray#53727); restarts are worth more than the line
+        return self._wrap(self._ds.map_batches(
+            _PoolWorker, fn_constructor_args=(cls, args, self._stage, phase), batch_size=batch_rows,
+            batch_format="pyarrow", num_gpus=gpus, num_cpus=cpus,
+            concurrency=max(1, min(concurrency, self._blocks))))  # no more actors than blocks to feed them
+
     def groupby(self, phase: str, key: str, parts: int, fn: Callable, concurrency: int | None = None, **kw) -> "Data":
         extra = {"concurrency": concurrency} if concurrency else {}
         ds = self._bounded(self._ds, self._blocks)
@@ -102,6 +114,18 @@ class Data(Blocks):
 
     def rows(self) -> list[dict]:
         return list(self._ds.iter_rows())
+
+
+class _PoolWorker:
+    """The actor of :meth:`Data.map_pool`: the stage's worker object, errors explained."""
+
+    def __init__(self, cls: type, args: tuple, stage: str, phase: str):
+        self.obj, self.stage, self.phase = errors.guarded(cls, *args), stage, phase
+
+    def __call__(self, batch: pa.Table) -> pa.Table:
+        out = errors.guarded(self.obj, batch)
+        faults.point(self.stage, self.phase)
+        return out
 
 
 def _join_side(batch: pa.Table, side: int, on: str, parts: int, schema: pa.Schema) -> pa.Table:

@@ -15,6 +15,8 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Iterator, Optional
 
+from datacurate.core import errors
+
 
 @dataclass
 class Job:
@@ -55,7 +57,10 @@ def run_jobs(jobs: list[Job], limit: int) -> Iterator[tuple[Job, dict]]:
                 running[remote.options(num_cpus=job.num_cpus).remote(job.fn, job.args)] = job
             if not running:
                 raise RuntimeError(f"jobs wait for jobs that never run: {[j.key for j in pending]}")
-            ready, _ = ray.wait(list(running), num_returns=1)
+            try:
+                ready, _ = ray.wait(list(running), num_returns=1)
+            except KeyboardInterrupt as e:  # Ray's own, in place of the CLI's Interrupted
+                raise errors.as_interrupted(e) from None
             job = running.pop(ready[0])
             try:
                 out = ray.get(ready[0])

@@ -114,3 +114,10 @@ def in_one_task(fn: Callable, **kwargs):
     """``fn(**kwargs)`` (a JSON-able result) inside one Ray task, retried like any other."""
     out = next(run_items(["one"], _one, {"fn": fn, "kwargs": kwargs}))
     return json.loads(out.column("out")[0].as_py())
+
+
+def cluster_gpus() -> int:
+    """GPUs of the running cluster."""
+    import ray
+
+    return int(ray.cluster_resources().get("GPU", 0))

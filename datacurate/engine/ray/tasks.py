@@ -55,8 +55,12 @@ def run_items(items: Sequence[str], fn: Callable, fn_kwargs: dict) -> Iterator[p
             running += [remote.remote(fn, item, kwargs) for item in itertools.islice(todo, ahead - len(running))]
             if not running:
                 return
-            done, running = ray.wait(running, num_returns=1)
-            for tables in ray.get(done):
+            try:
+                done, running = ray.wait(running, num_returns=1)
+                results = ray.get(done)
+            except KeyboardInterrupt as e:  # Ray's own, in place of the CLI's Interrupted
+                raise errors.as_interrupted(e) from None
+            for tables in results:
                 yield from tables
     finally:  # an error, Ctrl-C, or a consumer that stopped early: what still runs is cancelled
         for ref in running:
