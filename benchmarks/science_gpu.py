@@ -94,7 +94,7 @@ def prepare(smoke: bool, corpus_mb: float | None = None) -> str:
 
         science_corpus.build(corpus, os.path.join(ROOT, "benchmarks", ".cache", "science"),
                              corpus_mb or (0.12 if smoke else 12.0), 4 if smoke else 64, log=_log,
-                             piece=3000 if smoke else science_corpus.PIECE)
+                             piece=3000 if smoke else science_corpus.PIECE, target_docs=4 if smoke else 0)
     base = _base(smoke)
     members = {os.path.relpath(os.path.join(corpus, sub), base) for sub in ("heldout", "target", "manifest.json")}
     for name in NAMES:
@@ -209,6 +209,7 @@ def run_rest(cfg, log=_log) -> dict:
 
 
 def run(smoke: bool, names: list[str], results: str | None = None) -> dict:
+    from datacurate.configs.ablation import arm_pipeline
     from datacurate.engine.ablate import format_table
 
     os.chdir(ROOT)
@@ -226,6 +227,10 @@ def run(smoke: bool, names: list[str], results: str | None = None) -> dict:
         summary = run_rest(cfg)
         times[name] = round(time.monotonic() - t0, 1)
         shutil.copyfile(os.path.join(cfg.output, "ablation.json"), os.path.join(results, f"{name}.ablation.json"))
+        for arm in cfg.arms:  # DoReMi's evidence: the domain weights over the proxy's steps, and the final ones
+            doremi = arm_pipeline(cfg, arm).doremi
+            for f in ("weights.jsonl", "domain_weights.json") if doremi is not None else ():
+                shutil.copyfile(os.path.join(doremi.output, f), os.path.join(results, f"{name}.{arm}.{f}"))
         _log(f"[science_gpu] {name}: {times[name]} s\n" + format_table(summary))
     with open(os.path.join(results, "timings.json"), "w") as f:
         json.dump({"seconds": times, "smoke": smoke, "device": _device()}, f, indent=2)

@@ -32,8 +32,9 @@ def test_science_gpu_smoke_writes_every_ablation(tmp_path):
         assert s["baseline"] == base and set(s["arms"]) == {base, arm} and s["seeds"] == [0, 1]
         assert {"heldout/brown", "heldout/multi", "domains_mean", "domains_worst", "target"} <= set(s["diffs"][arm])
         assert s["budget"]["tokens"] == 4096 and all(a["train_tokens"] == 4096 for a in s["arms"].values())
-    weights = json.loads((tmp_path / "out" / "doremi" / "doremi" / "curated" / "doremi" / "domain_weights.json")
-                         .read_text())
-    assert abs(sum(weights["weights"].values() if "weights" in weights else weights.values()) - 1) < 1e-6
+    weights = json.loads((tmp_path / "results" / "doremi.doremi.domain_weights.json").read_text())
+    weights = weights.get("weights", weights)
+    assert set(weights) == set(manifest["domains"]) and abs(sum(weights.values()) - 1) < 1e-6
+    assert (tmp_path / "results" / "doremi.doremi.weights.jsonl").read_text().count("\n") >= 2  # per proxy step
     timings = json.loads((tmp_path / "results" / "timings.json").read_text())
     assert timings["smoke"] and set(timings["seconds"]) == {"dsir", "doremi", "curriculum", "rho1"}
