@@ -23,7 +23,7 @@ rho1 arm's frozen reference forward, measured 1.36x a plain step on an H100:
 **The throughput.** A lent H200 ran our 124M GPT (d = 768) at 515,132 tokens/s, 44.5 % of
 989 TFLOP/s (benchmarks/results/gpu_check_h200.json). Models a few hundred wide fill the
 GPU far less (matmuls of 128-256 columns, more launch-bound); the plan assumes 5 % (one
-ninth of the measured 124M efficiency) until the device probe (``science_gpu.sh --probe``)
+ninth of the measured 124M efficiency) until the device probe (``science_gpu.py probe``, which ``science_gpu.sh`` runs first)
 measures it: ``--mfu`` redoes the arithmetic with the measured value.
 
 **The solve.** For each shape of the grid (n_layer 4, n_head 4, width d, T = 512), N and
