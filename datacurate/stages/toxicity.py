@@ -55,7 +55,12 @@ DEFAULT_LISTS = Path(__file__).resolve().parent.parent / "resources" / "ldnoobw"
 LANG_ALIASES = {"tl": "fil"}  # lid.176 code -> list name
 NON_WORD = r"[^\pL\pN\pM_]"
 META = set("\\.^$|?*+()[]{}")
-SENTENCE_END = "([.!?\u2026\u3002\uff01\uff1f]+[\"'\u201d\u2019)\\]]*)\\s+"  # a sentence ends here
+# a sentence ends here: after . ! ? … (and the danda, Arabic, Urdu, Armenian, Ethiopic and
+# Burmese ends) when white space follows, as in spaced scripts; after the full-width 。！？
+# (with their closing quotes and brackets) whether or not white space follows: Chinese and
+# Japanese put none between sentences
+SENTENCE_END = ("([.!?\u2026\u0964\u0965\u061f\u06d4\u0589\u1362\u104b]+[\"'\u201d\u2019)\\]]*)\\s+"
+                "|([\u3002\uff01\uff1f]+[\u300d\u300f\u201d\u2019\uff09)]*)\\s*")
 
 
 @dataclass
@@ -194,7 +199,7 @@ class Toxicity(Stage):
             return np.nan_to_num(self.scorer.score(text, langs), nan=0.0)
         text = pc.utf8_slice_codeunits(text.fill_null(""), 0, clf.max_chars)
         if clf.granularity == "sentence":
-            text = pc.replace_substring_regex(text, SENTENCE_END, "\\1\n")
+            text = pc.replace_substring_regex(text, SENTENCE_END, "\\1\\2\n")
         units = pc.split_pattern(text, "\n")
         units = pa.concat_arrays(units.chunks) if isinstance(units, pa.ChunkedArray) else units
         starts = units.offsets.to_numpy()[:-1] - units.offsets[0].as_py()  # every row has >= 1 unit

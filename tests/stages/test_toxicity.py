@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
 from datacurate.configs.pipeline import ConfigError
@@ -229,3 +230,20 @@ def test_the_default_rejects_a_page_of_abuse_and_keeps_one_rude_line_in_a_long_p
     long_page = " ".join([PROSE] * 10) + " Shut up, you stupid fucking bitch."
     out = stage(table([abuse, long_page]))
     assert out.column("reject_reason").to_pylist() == ["toxicity/model_score", None]
+
+
+def test_sentence_units_end_at_full_width_stops_without_spaces():
+    """Chinese and Japanese put no space after 。！？: each sentence is still its own unit
+    (before, a whole Chinese document was one sentence); spaced scripts' ends (., the danda)
+    still need the white space that follows them."""
+    from datacurate.stages.toxicity import SENTENCE_END
+
+    texts = pa.array(["今天天气很好。我们去公园吧！你来吗？好的", "「こんにちは。」と言った。次",
+                      "Hello there. How are you? Fine, v1.2 works", "यह अच्छा है। वह भी।"])
+    units = pc.replace_substring_regex(texts, SENTENCE_END, "\\1\\2\n").to_pylist()
+    assert [u.split("\n") for u in units] == [
+        ["今天天气很好。", "我们去公园吧！", "你来吗？", "好的"],
+        ["「こんにちは。」", "と言った。", "次"],
+        ["Hello there.", "How are you?", "Fine, v1.2 works"],
+        ["यह अच्छा है।", "वह भी।"],
+    ]
