@@ -14,10 +14,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 PY="${PYTHON:-$( [ -x .venv/bin/python ] && echo .venv/bin/python || echo python3 )}"
-if ls .whl/*.whl >/dev/null 2>&1 && ! "$PY" -c "import transformers, tokenizers, safetensors, huggingface_hub, pyarrow" 2>/dev/null; then
-  "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/dc-site .whl/*.whl \
-    || { echo "model_classifier_gpu.sh: installing .whl/ failed" >&2; exit 2; }
-  export PYTHONPATH="/tmp/dc-site${PYTHONPATH:+:$PYTHONPATH}"
-fi
+. benchmarks/carry_wheels.sh
+carry_wheels model_classifier_gpu.sh "import transformers, tokenizers, safetensors, huggingface_hub, pyarrow"
 export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 exec "$PY" benchmarks/model_classifier_gpu.py "$@"

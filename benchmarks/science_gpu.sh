@@ -14,11 +14,8 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 PY="${PYTHON:-$( [ -x .venv/bin/python ] && echo .venv/bin/python || echo python3 )}"
-if ls .whl/*.whl >/dev/null 2>&1 && ! "$PY" -c "import orjson, zstandard, yaml, webencodings, xxhash" 2>/dev/null; then
-  "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/dc-site .whl/*.whl \
-    || { echo "science_gpu.sh: installing .whl/ failed" >&2; exit 2; }
-  export PYTHONPATH="/tmp/dc-site${PYTHONPATH:+:$PYTHONPATH}"
-fi
+. benchmarks/carry_wheels.sh
+carry_wheels science_gpu.sh "import orjson, zstandard, yaml, webencodings, xxhash"
 export PYTHONUNBUFFERED=1
 case "${1:-}" in
   --smoke) shift; exec "$PY" benchmarks/science_gpu.py smoke --smoke "$@" ;;
