@@ -1,8 +1,11 @@
 """Stage ``heuristics``: the published rule sets of Gopher, C4 and FineWeb.
 
-Rule sets run in the order Gopher quality, Gopher repetition, C4, FineWeb (FineWeb,
-Penedo et al. 2024, runs repetition first; quality first names short documents
-``too_few_words`` rather than a repetition rule). A document is rejected with the first rule it fails, named in
+Rule sets name a reason in the order of ``order``: by default Gopher quality, Gopher
+repetition, C4, FineWeb (FineWeb, Penedo et al. 2024, runs repetition first; quality first
+names short documents ``too_few_words`` rather than a repetition rule); FineWeb-2's pipeline
+(``fineweb-2-pipeline.py``) runs Gopher repetition, FineWeb, Gopher quality, and no C4, which
+``pipelines/multilingual.yaml`` follows. The order changes a rejected document's reason, never
+what is kept. A document is rejected with the first rule it fails, named in
 its reason (``gopher/too_few_words``, ``gopher_rep/dup_line_frac``, ``c4/lorem_ipsum``,
 ``fineweb/list_ratio`` ...). Every threshold is configurable; the defaults are the
 published ones (the README's ``heuristics`` table lists them): Gopher quality (Rae et al.
@@ -98,6 +101,12 @@ class FineWebConfig:
     max_short_line_ratio: float = 0.67
     max_dup_line_char_ratio: float = 0.01
     max_list_ratio: float = opt(0.3, "newlines per word")
+    min_sentence_end_ratio: float = opt(0.0, "not in FineWeb (0 = off): sentence ends (. ! ? before a space, or a "
+                                        "script's 。 । ။ ...) per word; 0.005 (one per 200 words) rejects keyword "
+                                        "lists and word salad that hold no sentence at all")
+
+
+RULE_SETS = ("gopher_quality", "gopher_repetition", "c4", "fineweb")
 
 
 @dataclass
@@ -112,8 +121,12 @@ class HeuristicsConfig:
                                     "over the shipped ones")
     per_language: dict[str, Any] = opt({}, "overrides per language, e.g. {fr: {gopher_quality: {min_stop_words: 3}}}; "
                              "over both")
+    order: list[str] = opt(list(RULE_SETS), "the order rule sets name a document's reason in (its first failed rule); "
+                           "FineWeb-2's pipeline: [gopher_repetition, fineweb, gopher_quality, c4]")
 
     def validate(self) -> None:
+        if sorted(self.order) != sorted(RULE_SETS):
+            raise ValueError(f"heuristics order: each of {', '.join(RULE_SETS)} once, not {self.order}")
         self.table()  # a misspelt key or an unreadable thresholds file stops the run before work starts
 
     def table(self) -> RuleTable:
@@ -154,6 +167,7 @@ FINEWEB_RULES = [
     ("fineweb/short_line_ratio", [("short_line_ratio", ">", "max_short_line_ratio")]),
     ("fineweb/char_dup_ratio", [("char_dup_ratio", ">", "max_dup_line_char_ratio")]),
     ("fineweb/list_ratio", [("list_ratio", ">", "max_list_ratio")]),
+    ("fineweb/sentence_ends", [("sentence_end_ratio", "<", "min_sentence_end_ratio")]),
 ]
 
 
@@ -251,7 +265,6 @@ class Heuristics(Stage):
         n = len(texts)
         r = self.rows(table)
         langs = table.column(LANG).combine_chunks() if LANG in table.column_names else None
-        rules: list = []
         words = split = None
         c4_on = cfg.c4.enabled and bool(r["c4.enabled"].any())
         if c4_on:
@@ -263,15 +276,15 @@ class Heuristics(Stage):
             if segmented:  # else the same words
                 words = split_words(texts, langs)
             word_len = words.lengths()
+        sets: dict[str, list] = {}  # each rule set's (reason, mask) pairs, named in cfg.order
         if cfg.gopher_quality.enabled:
-            rules += gopher_quality(texts, words, word_len, r)
+            sets["gopher_quality"] = gopher_quality(texts, words, word_len, r)
         if cfg.gopher_repetition.enabled:
-            rules += gopher_repetition(texts, words, word_len, r)
+            sets["gopher_repetition"] = gopher_repetition(texts, words, word_len, r)
         removed = np.zeros(n, dtype=np.int32)
         out_text = stored
         if c4_on:
-            c4, new_text, removed, dropped = c4_rules(texts, r, split)
-            rules += c4
+            sets["c4"], new_text, removed, dropped = c4_rules(texts, r, split)
             texts = new_text  # FineWeb's rules see the text C4 left, as in the FineWeb pipeline
             if view is not stored:  # the same lines (no newline is normalised), of the stored text
                 lines = ts.split_pattern(stored, "\n", drop_blank=False)
@@ -285,7 +298,8 @@ class Heuristics(Stage):
                     n_words = np.rint(words.counts * ts.ratio(n_words, ws_counts, empty=1.0)).astype(np.int64)
             else:
                 n_words = words.counts if words is not None else split_words(texts, langs).counts
-            rules += fineweb_rules(texts, n_words, r)
+            sets["fineweb"] = fineweb_rules(texts, n_words, r)
+        rules = [rule for name in cfg.order for rule in sets.get(name, [])]
         reasons = first_reason(n, [(name, np.broadcast_to(m, (n,))) for name, m in rules])
         cols = {"c4_lines_removed": pa.array(removed, pa.int32())}
         if cfg.c4.enabled:

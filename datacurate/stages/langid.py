@@ -60,10 +60,15 @@ class LangIdConfig:
                                     "fineweb2 (FineWeb-2's, fitted on GlotLID scores); with it every row "
                                     "must reach its language's score, keep-list or not")
     min_scores: dict[str, float] = opt({}, "per-language minimum scores over thresholds:, e.g. {fr: 0.7, sr_Latn: 0.5}")
+    max_threshold: Optional[float] = opt(None, "caps each minimum score thresholds: gives (not min_scores:); "
+                                         "FineWeb-2's are on GlotLID's scale, which lid.176 does not reach for "
+                                         "languages it confuses with a neighbour (README)")
 
     def validate(self) -> None:
         if not 0.0 <= self.min_score <= 1.0:
             raise ValueError("min_score must be within [0, 1]")
+        if self.max_threshold is not None and not 0.0 <= self.max_threshold <= 1.0:
+            raise ValueError("max_threshold must be within [0, 1]")
         if self.max_chars <= 0:
             raise ValueError("max_chars must be positive")
         bad = {k: v for k, v in self.per_language_scores().items() if not 0.0 <= float(v) <= 1.0}
@@ -85,6 +90,8 @@ class LangIdConfig:
             for lang, rules in read_thresholds(self.thresholds).items():
                 if "langid.min_score" in rules:
                     out[lang] = float(rules["langid.min_score"])
+        if self.max_threshold is not None:
+            out = {k: min(v, self.max_threshold) for k, v in out.items()}
         out.update({str(k): float(v) for k, v in self.min_scores.items()})
         return out
 

@@ -22,6 +22,9 @@ BULLETS = "•‣●○▪◦∙·*-–"
 SCRIPT_ENDS = "\u3002\uff01\uff1f\uff61\u0964\u0965\u06d4\u061f\u1362\u1367\u104b\u0f0d\u17d4\u0589"
 # terminal punctuation only (as datatrove's FineWeb filter): a closing quote alone is not an end
 FINEWEB_STOP_RE = f"[.!?\u2026{SCRIPT_ENDS}]$"
+# a sentence end anywhere in a text: . ! ? … before a space, a closing quote or bracket or the
+# end (not "3.5", "example.com"), or a script's own end mark (。 । ។ ။ ...: no space follows them)
+SENTENCE_END_RE = f"[.!?\u2026]+(?:\\s|$|[\"'\u201d\u00bb)\\]])|[{SCRIPT_ENDS}]+"
 
 
 def _b(arr) -> np.ndarray:
@@ -77,6 +80,8 @@ def fineweb_values(texts: pa.Array, n_words: np.ndarray, short_line_length) -> d
     chars_no_nl = np.asarray(pc.utf8_length(texts), dtype=np.float64) - np.asarray(pc.count_substring(texts, "\n"))
     # runs of newlines count once: paragraph breaks are not list items
     newlines = np.asarray(pc.count_substring_regex(texts, r"\n+"), dtype=np.float64)
+    sentence_ends = np.asarray(pc.count_substring_regex(texts, SENTENCE_END_RE), dtype=np.float64)
     return {"n_lines": lines.counts, "line_punct_ratio": ts.ratio(lines.per_doc(ends), lines.counts),
+            "sentence_end_ratio": ts.ratio(sentence_ends, n_words, empty=np.inf),
             "short_line_ratio": ts.ratio(lines.per_doc(short), lines.counts),
             "char_dup_ratio": ts.ratio(dup_chars, chars_no_nl), "list_ratio": ts.ratio(newlines, n_words, empty=np.inf)}

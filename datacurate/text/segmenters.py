@@ -27,6 +27,7 @@ class Spec:
     # (start-of-input vs after a newline) and PyThaiNLP's newmm-safe (it cuts long input into
     # pieces) do not qualify; khmer-nltk's CRF reads the whole sequence
     joinable: bool = True
+    batch: bool = False  # make() builds fn(runs, lang) -> [words of each run], one call for a batch's runs
 
 
 def _icu():
@@ -83,6 +84,28 @@ def _khmer():
     return lambda run, lang: word_tokenize(run, return_tokens=True)
 
 
+def _kiwi():
+    from kiwipiepy import Kiwi  # Korean morphemes: datatrove's Korean tokenizer, the units of FineWeb-2's Korean config
+
+    kiwi = Kiwi(num_workers=1)
+
+    def cut(runs: list, lang: str) -> list:
+        out = []
+        for run, toks in zip(runs, kiwi.tokenize(runs)):
+            words, end = [], 0
+            for t in toks:  # a contraction's morphemes share their span (했 = 하 + 었): the span once
+                a, b = max(t.start, end), t.start + t.len
+                if b > a:
+                    words.append(run[a:b])
+                    end = b
+            if end < len(run):  # never lose a character: what the morphemes leave joins the last word
+                words[-1:] = ["".join(words[-1:]) + run[end:]]
+            out.append(words)
+        return out
+
+    return cut
+
+
 SEGMENTERS = {
     "icu": Spec("icu4py.breakers", "icu4py", _icu),
     "rjieba": Spec("rjieba", "rjieba", _rjieba),
@@ -91,6 +114,7 @@ SEGMENTERS = {
     "pythainlp": Spec("pythainlp", "pythainlp", _pythainlp, joinable=False),
     "laonlp": Spec("laonlp", "laonlp", _laonlp, joinable=False),  # PyThaiNLP's maximal matching inside
     "khmer-nltk": Spec("khmernltk", "khmer-nltk", _khmer, joinable=False),
+    "kiwi": Spec("kiwipiepy_model", "kiwipiepy", _kiwi, joinable=False, batch=True),
 }
 
 # language (lid.176's code) -> segmenter, chosen by benchmarks/bench_words.py: where a
@@ -99,11 +123,15 @@ SEGMENTERS = {
 # such; Khmer, Burmese and Tibetan get ICU (khmer-nltk agrees with datatrove but runs at
 # ~85k chars/s and pulls scikit-learn: an option; datatrove's Burmese pyidaungsu replaces the
 # fastText module; botok downloads its dictionary on first use, which fails offline).
-# ICU cuts Tibetan into syllables at the tsheg.
+# ICU cuts Tibetan into syllables at the tsheg. Korean spaces its words, but FineWeb-2's
+# Korean stop words and word lengths are Kiwi's morphemes (의 는 에 을, as datatrove splits
+# Korean): each space-separated Hangul word is cut into its morphemes by Kiwi (kiwipiepy, a
+# batch of a document batch's distinct words per call).
 DEFAULT = {
     "zh": "rjieba", "yue": "rjieba", "wuu": "rjieba", "gan": "rjieba",
     "ja": "sudachipy", "th": "pythainlp", "lo": "laonlp",
     "km": "icu", "my": "icu", "bo": "icu", "dz": "icu",
+    "ko": "kiwi",
 }
 
 
@@ -123,6 +151,8 @@ def segment_runs(name: str, lang: str, runs: list[str]) -> list[list[str]]:
     the run it starts in; a word spanning a newline is cut there. Where its words are not
     the text in order, that call's runs are segmented one by one."""
     fn, out, i = load(name), [], 0
+    if SEGMENTERS[name].batch:
+        return fn(runs, lang)
     if not SEGMENTERS[name].joinable:
         return [fn(run, lang) for run in runs]
     while i < len(runs):

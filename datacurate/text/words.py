@@ -2,7 +2,10 @@
 
 Chinese, Japanese, Thai, Lao, Khmer, Myanmar and Tibetan write words without spaces
 between them, so a whitespace split counts a sentence as one "word" (Gopher's mean word
-length rejects the page, a MinHash shingle is a clause, a 13-gram a paragraph).
+length rejects the page, a MinHash shingle is a clause, a 13-gram a paragraph). Korean
+spaces its words, but a Korean word carries its particles and endings (사람은 = 사람 + 은),
+and FineWeb-2's Korean config counts morphemes (its stop words are 의 는 에 을 ...): its
+Hangul words are cut into morphemes by Kiwi, as datatrove does.
 :func:`split_words` splits on whitespace as :func:`textstats.split_whitespace` does, then
 cuts every run of an unspaced script inside a token into words with a segmenter chosen by
 the row's language (``lang``, lid.176's codes), or by the run's script where the row's
@@ -41,6 +44,8 @@ _SCRIPTS = {
     "tibetan": "\u0f00-\u0fff",
     "myanmar": "\u1000-\u109f\ua9e0-\ua9ff\uaa60-\uaa7f",
     "khmer": "\u1780-\u17ff\u19e0-\u19ff",
+    # Korean spaces its words, but its rules count morphemes (segmenters.DEFAULT): each Hangul word is a run
+    "hangul": "\u1100-\u11ff\u3130-\u318f\ua960-\ua97f\uac00-\ud7af\ud7b0-\ud7ff",
 }
 _ALL = "".join(_SCRIPTS.values())
 _KANA = re.compile("[\u3040-\u30ff\u31f0-\u31ff\uff66-\uff9f]")
@@ -61,9 +66,9 @@ _RE2_EDGE_PUNCT = r"^[\pP\pZ]+|[\pP\pZ]+$"
 
 # The default language of each script (for a run the row's language does not cover) and
 # the script of each language whose words are not spaced.
-_SCRIPT_LANG = {"thai": "th", "lao": "lo", "tibetan": "bo", "myanmar": "my", "khmer": "km"}
+_SCRIPT_LANG = {"thai": "th", "lao": "lo", "tibetan": "bo", "myanmar": "my", "khmer": "km", "hangul": "ko"}
 _LANG_SCRIPT = {"zh": "cj", "yue": "cj", "wuu": "cj", "gan": "cj", "ja": "cj", "th": "thai", "lo": "lao",
-                "bo": "tibetan", "dz": "tibetan", "my": "myanmar", "km": "khmer"}
+                "bo": "tibetan", "dz": "tibetan", "my": "myanmar", "km": "khmer", "ko": "hangul"}
 
 
 UNSPACED_LANGS = frozenset(_LANG_SCRIPT)  # lid.176's languages whose words need a segmenter
@@ -72,7 +77,7 @@ UNSPACED_LANGS = frozenset(_LANG_SCRIPT)  # lid.176's languages whose words need
 # ISO 639-3 codes (GlotLID's and FineWeb-2's labels, ``cmn_Hani``) of those languages;
 # Hakka and Min Nan in Han script take Chinese words, as in datatrove's assignments
 _ISO3 = {"cmn": "zh", "zho": "zh", "hak": "zh", "nan": "zh", "jpn": "ja", "tha": "th", "lao": "lo",
-         "khm": "km", "mya": "my", "bod": "bo", "dzo": "dz"}
+         "khm": "km", "mya": "my", "bod": "bo", "dzo": "dz", "kor": "ko"}
 
 
 def base_lang(lang) -> str | None:

@@ -391,3 +391,29 @@ def test_words_from_the_c4_line_split_are_the_words_of_the_text():
         _, new_text, _, dropped = c4_rules(texts, rows, split)
         assert 0 < dropped.sum() < len(dropped)
         assert np.array_equal(split.lines.per_doc(per_line * ~dropped), ts.words_of(new_text).counts)
+
+
+def test_fineweb_sentence_ends_is_off_by_default_and_catches_text_without_a_sentence():
+    salad = "\n".join(line(unique_words(10, start=10 * i)) for i in range(30))  # 300 words, no sentence end
+    assert reasons(only("fineweb"), PROSE, salad)[1] != "fineweb/sentence_ends"
+    # line_punct off (FineWeb-2's 0 in 62 language-scripts): only the sentence-end rule can see it
+    stage = only("fineweb", min_line_punct_ratio=0, min_sentence_end_ratio=0.005)
+    assert reasons(stage, PROSE, salad) == [None, "fineweb/sentence_ends"]
+    # decimals and host names are not sentence ends; a script's own end mark is, with no space after
+    from datacurate.text.rulestats import SENTENCE_END_RE
+    import pyarrow.compute as pc
+    counts = pc.count_substring_regex(pa.array(["Version 3.5 of example.com is out", "It rained. We stayed (in).",
+                                                 "他来了。我们走吧！", "ये किताब है। वह घर है।", "«Oui.» Non!"]),
+                                      SENTENCE_END_RE).to_pylist()
+    assert counts == [0, 2, 2, 2, 2]
+
+
+def test_order_names_the_reason_never_changes_what_is_kept():
+    repeated = "\n".join([line(unique_words(8)) + "."] * 10)  # repeated lines without a stop word
+    texts = [PROSE, repeated, "Too short to keep."]
+    default = reasons(Heuristics(), *texts)
+    rep_first = reasons(Heuristics(order=["gopher_repetition", "gopher_quality", "c4", "fineweb"]), *texts)
+    assert [r is None for r in default] == [r is None for r in rep_first] == [True, False, False]
+    assert default[1].startswith("gopher/") and rep_first[1].startswith("gopher_rep/")
+    with pytest.raises(ValueError, match="order"):
+        Heuristics(order=["gopher_quality", "fineweb"])

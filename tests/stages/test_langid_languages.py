@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pyarrow as pa
+import pytest
 import yaml
 
 from datacurate.stages.heuristics import Heuristics
@@ -107,3 +108,13 @@ def test_glotlid_labels_map_onto_the_codes_the_rules_know():
     rows = Heuristics().table.rows(pa.array(["hi", "hi"]), pa.array(["Latn", "Deva"]), 2)
     want = [fineweb2()["configs"][k]["new_line_ratio"] for k in ("hin_Latn", "hin_Deva")]
     assert list(rows["fineweb.max_list_ratio"]) == want
+
+
+def test_max_threshold_caps_the_table_not_the_explicit_scores():
+    capped = LangId(thresholds="fineweb2", max_threshold=0.65, min_scores={"ru": 0.95}).min_scores
+    full = LangId(thresholds="fineweb2").min_scores
+    assert full["ne"] > 0.65 and capped["ne"] == 0.65  # FineWeb-2's Nepali 0.896 is GlotLID's scale
+    assert capped["km"] == full["km"] < 0.65  # lower cut-offs stay
+    assert capped["ru"] == 0.95  # min_scores: as written
+    with pytest.raises(ValueError, match="max_threshold"):
+        LangId(max_threshold=1.5)

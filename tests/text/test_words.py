@@ -189,3 +189,15 @@ def test_chunks_map_words_back_to_the_text():
             pieces = w.chunks(text, sp, k)
             assert "".join(pieces) == text
             assert len(pieces) == -(-len(sp.split()) // k)
+
+
+def test_korean_words_are_kiwi_morphemes_and_keep_every_character():
+    """FineWeb-2's Korean stop words are morphemes (의 는 에 을): a Hangul word is cut into them."""
+    text = "모든 인간은 태어날 때부터 자유로우며 그 존엄과 권리에 있어 동등하다. 2024년 apt를 설치했다."
+    words = doc_words(w.words_of(pa.array([text]), "ko"), 0)
+    assert {"인간", "은", "자유", "존엄", "과", "권리", "에", "년", "apt", "를"} <= set(words)
+    assert "".join(words) == "".join(ch for ch in text if not ch.isspace() and ch != ".")
+    from datacurate.text.langrules import fineweb2
+    stop = set(fineweb2()["configs"]["kor_Hang"]["stopwords"])
+    assert sum(x in stop for x in words) >= 5 and sum(x in stop for x in text.split()) == 0
+    assert doc_words(w.words_of(pa.array([text]), "en"), 0) == doc_words(w.words_of(pa.array([text]), "ko"), 0)
