@@ -33,14 +33,7 @@ EXPECT = {
 
 # What the recipe does not yet do as the set expects, and why (measured; README "Measured").
 # tests/test_multilingual.py holds these to be misses still: remove an entry once it passes.
-KNOWN = {
-    ("th_Thai", "salad"): "Thai writes no sentence-end mark (the recipe's sentence-end rule is off for th) and "
-                          "FineWeb-2's Thai line_punct_thr is 0; the salad's character spans re-segment into real "
-                          "words, stop words 7 % of them (Thai National Corpus: 13 %, good prose here 18-21 %): "
-                          "no rule in the recipe sees word order",
-    ("bo_Tibt", "salad"): "rejected, but as gopher/too_few_words: the set's Tibetan salad has no tsheg between its "
-                          "syllables, so ICU finds one word per line",
-}
+KNOWN: dict[tuple[str, str], str] = {}  # none since session 18 (README "Measured" says how they were fixed)
 
 
 def build_module():

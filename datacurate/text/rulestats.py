@@ -23,8 +23,11 @@ SCRIPT_ENDS = "\u3002\uff01\uff1f\uff61\u0964\u0965\u06d4\u061f\u1362\u1367\u104
 # terminal punctuation only (as datatrove's FineWeb filter): a closing quote alone is not an end
 FINEWEB_STOP_RE = f"[.!?\u2026{SCRIPT_ENDS}]$"
 # a sentence end anywhere in a text: . ! ? … before a space, a closing quote or bracket or the
-# end (not "3.5", "example.com"), or a script's own end mark (。 । ។ ။ ...: no space follows them)
-SENTENCE_END_RE = f"[.!?\u2026]+(?:\\s|$|[\"'\u201d\u00bb)\\]])|[{SCRIPT_ENDS}]+"
+# end (not "3.5", "example.com"), a script's own end mark (。 । ។ ။ ...: no space follows them),
+# or, in Thai and Lao, a space between two letters of the script: Thai and Lao writers end a
+# sentence (or clause) with a space where other scripts put a mark, and put none between words
+SENTENCE_END_RE = (f"[.!?\u2026]+(?:\\s|$|[\"'\u201d\u00bb)\\]])|[{SCRIPT_ENDS}]+"
+                   "|[\u0e00-\u0eff][ \t]+[\u0e00-\u0eff]")
 
 
 def _b(arr) -> np.ndarray:

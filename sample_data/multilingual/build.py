@@ -82,12 +82,17 @@ def _clusters(run: str) -> list[str]:
 def _words(rec: dict) -> list[str]:
     """Distinct words of the language's paragraphs, in first-seen order: whitespace tokens
     stripped of punctuation, or, in unspaced scripts, the runs of letters and marks cut into
-    spans of two to four characters (a segmenter's words are of that length)."""
+    spans of two to four characters (a segmenter's words are of that length); in Tibetan,
+    its syllables (the runs between tshegs), which menus and salad join with tshegs."""
     seen: dict[str, None] = {}
     for kind, text in rec["blocks"]:
         if kind != "p":
             continue
-        if rec["script"] in UNSPACED:
+        if rec["script"] == "Tibt":  # a syllable is the text between two tshegs: the unit a menu or salad draws
+            for is_word, chars in itertools.groupby(text, _is_word_char):
+                if is_word:
+                    seen.setdefault("".join(chars), None)
+        elif rec["script"] in UNSPACED:
             for is_word, chars in itertools.groupby(text, _is_word_char):
                 if not is_word:
                     continue
@@ -125,6 +130,8 @@ def _snippet(sentence: str, script: str) -> str:
 
 
 def _join(words: list[str], script: str) -> str:
+    if script == "Tibt":  # Tibetan writes a tsheg after every syllable
+        return "\u0f0b".join(words) + "\u0f0b"
     return ("" if script in UNSPACED else " ").join(words)
 
 
