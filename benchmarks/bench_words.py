@@ -40,7 +40,7 @@ import statistics
 import time
 from pathlib import Path
 
-from _common import CORPUS, N_CPUS_VISIBLE, ROOT, read_jsonl
+from _common import CORPUS, N_CPUS_VISIBLE, ROOT, read_jsonl, replace_block
 
 import pyarrow as pa  # noqa: E402
 
@@ -154,22 +154,25 @@ def timed(fn, docs, repeats: int) -> tuple[float, list]:
 
 
 def spans(text: str, toks: list[str], script: re.Pattern) -> set:
-    """(start, end) of each token made of ``script`` characters only, found in order, each
-    within 16 characters of where the one before ended (else left out). A token repeating the
-    one before it is skipped: datatrove's Kiwi gives a contraction's morphemes their shared
-    span each (했 = 하 + 었 comes out as 했, 했), and searching on would skip far ahead."""
-    out, pos, last = set(), 0, None
+    """(start, end) of each token made of ``script`` characters only, found in order. A token
+    that is not next in the text but overlaps the token before is found there: datatrove's Kiwi
+    gives each morpheme of a contraction the span it shares (했 = 하 + 었 comes out as 했, 했;
+    죄송합니다 as 죄송합, 합니다), and searching on for it would skip far ahead."""
+    out, pos, last_at = set(), 0, None
     for t in toks:
         t = t.strip()
-        if not t or (t == last and text[pos - len(t):pos] == t and not text[pos:].lstrip().startswith(t)):
+        if not t:
             continue
-        last = t
         at = text.find(t, pos)
-        if at < 0 or at - pos > 16:  # not near where the last one ended: left out, not searched for ahead
-            continue
-        pos = at + len(t)
+        if at < 0 or text[pos:at].strip():  # not next in the text: overlapping the token before?
+            back = text.find(t, last_at) if last_at is not None else -1
+            if 0 <= back < pos:
+                at = back
+            elif at < 0:
+                continue
+        last_at, pos = at, max(pos, at + len(t))
         if script.fullmatch(t):
-            out.add((at, pos))
+            out.add((at, at + len(t)))
     return out
 
 
@@ -253,6 +256,7 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--langs", default=",".join(LANGS))
     ap.add_argument("--out", default=str(ROOT / "benchmarks/results/words.json"))
+    ap.add_argument("--readme", default=None, help="write the table into this README's words block")
     args = ap.parse_args()
     try:
         from datatrove.utils.word_tokenizers import load_word_tokenizer as dt
@@ -279,6 +283,41 @@ def main() -> None:
            "datatrove": dt_version, "results": results}
     Path(args.out).write_text(json.dumps(out, indent=1, ensure_ascii=False))
     print("wrote", args.out)
+    if args.readme:
+        replace_block(Path(args.readme), BEGIN, END, readme_block(out))
+        print("table in", args.readme)
+
+
+BEGIN, END = "<!-- words:begin -->", "<!-- words:end -->"
+
+
+def _rate(x) -> str:
+    if x is None:
+        return "–"
+    return f"{x / 1e6:.2f} M" if x >= 1e6 else f"{x / 1e3:.0f} k"
+
+
+def readme_block(out: dict) -> str:
+    """benchmarks/README.md's table of a run (``--readme``), from what it wrote."""
+    rows = [BEGIN, "Command: `PYTHONPATH=. /work/venvs/dt/bin/python benchmarks/bench_words.py --repeats 3 --readme "
+            "benchmarks/README.md` (a venv with datatrove and\nevery candidate, `pip install \".[bench]\" "
+            "pyidaungsu-numpy2`; never the project's: pyidaungsu replaces fastText)  ",
+            f"Machine: {out['machine']}; datatrove {out['datatrove']}", "",
+            "| language | tokenizer | words/s | chars/s | F1 vs datatrove | chars/word |", "|---|---|---:|---:|---:|---:|"]
+    for lang, res in out["results"].items():
+        for name, t in res["tokenizers"].items():
+            label = name
+            if name in ("datacurate", "datatrove") and t.get("what") and lang not in ("en", "spaced non-ASCII") \
+                    or (name == "datatrove" and t.get("what")):
+                label = f"{name}: {t['what']}"
+            if t.get("error"):
+                rows.append(f"| {lang} | {name} | – | – | – | – |")
+                continue
+            f1 = t.get("f1_vs_datatrove")
+            rows.append(f"| {lang} | {label} | {_rate(t.get('words_per_s'))} | {_rate(t.get('chars_per_s'))} | "
+                        f"{'' if f1 is None else f'{f1:.4f}'} | {t.get('mean_script_word_chars', '')} |")
+    rows.append(END)
+    return "\n".join(rows)
 
 
 if __name__ == "__main__":
