@@ -54,6 +54,10 @@ _KANA = re.compile("[\u3040-\u30ff\u31f0-\u31ff\uff66-\uff9f]")
 _SEP = "\u200b\ufeff"
 _RUNS = re.compile("|".join(f"([{chars}]+)" for chars in _SCRIPTS.values()) + f"|([{_SEP}]+)")
 _RUN_SCRIPT = list(_SCRIPTS)
+# one script's runs and separators (the fast path of a row whose unspaced runs are all of one
+# script: re.split in C instead of a Python step per match), and a test for each script
+_ONE = {script: re.compile(f"([{chars}]+)|([{_SEP}]+)") for script, chars in _SCRIPTS.items()}
+_HAS = {script: re.compile(f"[{chars}]") for script, chars in _SCRIPTS.items()}
 
 
 def _re2_class(chars: str) -> str:
@@ -211,6 +215,27 @@ class _Cutter:
         self.groups: dict[tuple, dict[str, int]] = {}  # (segmenter, language, script) -> {run: index}
         self.names: dict[str, str] = {}  # language -> segmenter
 
+    def one_script(self, text: str, lang: str | None):
+        """The row as (key, parts, run indices) when its unspaced runs are all of one script
+        and their language does not depend on each run (a Chinese / Japanese guess for Han
+        text in a row of another language does), else None. ``parts`` is ``re.split`` of
+        :data:`_ONE`: text between matches, then each match's run and separator groups."""
+        present = [script for script in _RUN_SCRIPT if _HAS[script].search(text)]
+        if len(present) != 1:
+            return None
+        script = present[0]
+        if script == "cj" and _LANG_SCRIPT.get(lang) != "cj":
+            return None
+        run_lang = lang if _LANG_SCRIPT.get(lang) == script else _SCRIPT_LANG[script]
+        name = self.names.get(run_lang)
+        if name is None:
+            name = self.names[run_lang] = segmenter_for(run_lang, self.table)
+        key = (name, run_lang, script)
+        runs = self.groups.setdefault(key, {})
+        parts = _ONE[script].split(text)
+        idx = [None if r is None else runs.setdefault(r, len(runs)) for r in parts[1::3]]
+        return key, parts, idx
+
     def find(self, text: str, lang: str | None) -> list[tuple]:
         """(start, end, group, index of the run in its group) of every run; group None: a separator."""
         found = []
@@ -229,10 +254,13 @@ class _Cutter:
         return found
 
     def space_all(self, texts: list[str], langs: list) -> list[str]:
-        found = [self.find(t, lang) for t, lang in zip(texts, langs)]
+        found = [self.one_script(t, lang) or self.find(t, lang) for t, lang in zip(texts, langs)]
         spaced_runs = {key: [" ".join(w) for w in _segment(key, list(runs))] for key, runs in self.groups.items()}
         out = []
         for text, runs in zip(texts, found):
+            if isinstance(runs, tuple):  # one script: the same text as the general path below
+                out.append(_respace(*runs, spaced_runs))
+                continue
             parts, last = [], 0
             for start, end, key, i in runs:
                 parts.append(text[last:start])
@@ -246,6 +274,23 @@ class _Cutter:
             parts.append(text[last:])
             out.append("".join(parts))
         return out
+
+
+def _respace(key: tuple, parts: list, idx: list, spaced_runs: dict) -> str:
+    """A one-script row put back together: each run as its words, a space before / after it
+    where the text beside it is not white space, separators as one space (as ``space_all``)."""
+    words = spaced_runs[key]
+    out = [parts[0]]
+    for j, i in enumerate(idx):
+        after = parts[3 * j + 3]
+        if i is None:  # a separator
+            out.append(" ")
+        else:
+            before = parts[3 * j]
+            out.append((" " if before and not _spacing(before[-1]) else "") + words[i]
+                       + (" " if after and not _spacing(after[0]) else ""))
+        out.append(after)
+    return "".join(out)
 
 
 _WARNED: set = set()
