@@ -15,13 +15,20 @@ def _blocks(section: str) -> list[str]:
     return re.findall(r"```python\n(.*?)```", text[start:end], flags=re.S)
 
 
-def test_readme_python_examples_run(ray_session, tmp_path, monkeypatch, capsys):
-    for name in ("sample_data", "pipelines"):
+def run_block(section: str, tmp_path, monkeypatch, links: tuple[str, ...]) -> dict:
+    """The one Python block of README ``section``, run as written from a directory holding
+    only ``links`` of the repository; its globals."""
+    for name in links:
         os.symlink(REPO / name, tmp_path / name)
     monkeypatch.chdir(tmp_path)
-    api, = _blocks("## Python API")
+    code, = _blocks(section)
     scope: dict = {}
-    exec(compile(api, "README.md (Python API)", "exec"), scope)
+    exec(compile(code, f"README.md ({section.lstrip('#').strip()})", "exec"), scope)
+    return scope
+
+
+def test_readme_python_examples_run(ray_session, tmp_path, monkeypatch, capsys):
+    scope = run_block("## Python API", tmp_path, monkeypatch, ("sample_data", "pipelines"))
     assert scope["report"]["totals"]["accounted"] and scope["report"]["train"]["steps"] == 10
     assert scope["selected"].num_rows == scope["pool_table"].num_rows
     m = scope["metrics"]  # DSIR's example moves the pool towards its target, as its comment says

@@ -180,16 +180,9 @@ def test_through_a_local_ray_pipeline_on_the_actor_pool(models, ray_session, tmp
 
 def test_readme_example_runs(ray_session, tmp_path, monkeypatch):
     """The README's ``model_classifier`` example, as written, in a scratch directory."""
-    import os
+    from tests.test_readme import run_block
 
-    from tests.test_readme import _blocks
-
-    for name in ("sample_data", "benchmarks"):
-        os.symlink(REPO / name, tmp_path / name)
-    monkeypatch.chdir(tmp_path)
-    code, = _blocks("### `model_classifier` and `score_rank`")
-    scope: dict = {}
-    exec(compile(code, "README.md (model_classifier)", "exec"), scope)
+    scope = run_block("### `model_classifier` and `score_rank`", tmp_path, monkeypatch, ("sample_data", "benchmarks"))
     st = scope["report"]["stages"]["score_rank:ens"]
     assert st["kept"] == round(st["in"] / 2) and scope["report"]["stages"]["model_classifier:edu"]["kept"] == st["in"]
 

@@ -201,3 +201,21 @@ def test_korean_words_are_kiwi_morphemes_and_keep_every_character():
     stop = set(fineweb2()["configs"]["kor_Hang"]["stopwords"])
     assert sum(x in stop for x in words) >= 5 and sum(x in stop for x in text.split()) == 0
     assert doc_words(w.words_of(pa.array([text]), "en"), 0) == doc_words(w.words_of(pa.array([text]), "ko"), 0)
+
+
+def test_one_script_fast_path_gives_the_general_paths_text(monkeypatch):
+    """A row whose unspaced runs are all of one script is rebuilt by re.split (``_respace``);
+    the general path (a Python step per match) must give the same text, on every language's
+    passages, mixed-script rows, separators at the edges and runs at the start or end."""
+    texts, langs = [], []
+    for lang, v in PASSAGES.items():
+        texts += v["passages"]
+        langs += [lang] * len(v["passages"])
+    edge = ["中文", "\u200b中文\u200b", "a中文b", "中文。English", "ภาษาไทย ภาษา", "Mr 毛泽东 went to 北京.",
+            "ខ្មែរ\u200bខ្មែរ", "한국어 문장입니다.한국", "タイ語 ภาษาไทย ລາວ mixed", ""]
+    texts += edge * 2
+    langs += ["zh"] * len(edge) + ["en"] * len(edge)
+    arr = pa.array(texts)
+    fast = w.spaced(arr, pa.array(langs)).to_pylist()
+    monkeypatch.setattr(w._Cutter, "one_script", lambda self, text, lang: None)
+    assert w.spaced(arr, pa.array(langs)).to_pylist() == fast
