@@ -84,6 +84,9 @@ def _khmer():
     return lambda run, lang: word_tokenize(run, return_tokens=True)
 
 
+_KIWI_MAX = 200  # characters of one space-separated Hangul word Kiwi analyses
+
+
 def _kiwi():
     from kiwipiepy import Kiwi  # Korean morphemes: datatrove's Korean tokenizer, the units of FineWeb-2's Korean config
 
@@ -92,8 +95,16 @@ def _kiwi():
     kiwi = Kiwi(num_workers=1, load_multi_dict=False, load_typo_dict=False)
 
     def cut(runs: list, lang: str) -> list:
+        # a Hangul "word" of hundreds of characters is no Korean word (garbage, a spaceless
+        # page): whole, not analysed (Kiwi took 8 s on one run of 100,000 characters)
+        short = [r for r in runs if len(r) <= _KIWI_MAX]
+        cuts = dict(zip(short, kiwi.tokenize(short)))
         out = []
-        for run, toks in zip(runs, kiwi.tokenize(runs)):
+        for run in runs:
+            if run not in cuts:
+                out.append([run])
+                continue
+            toks = cuts[run]
             words, end = [], 0
             for t in toks:  # a contraction's morphemes share their span (했 = 하 + 었): the span once
                 a, b = max(t.start, end), t.start + t.len

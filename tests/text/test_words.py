@@ -219,3 +219,10 @@ def test_one_script_fast_path_gives_the_general_paths_text(monkeypatch):
     fast = w.spaced(arr, pa.array(langs)).to_pylist()
     monkeypatch.setattr(w._Cutter, "one_script", lambda self, text, lang: None)
     assert w.spaced(arr, pa.array(langs)).to_pylist() == fast
+
+
+def test_a_hangul_run_of_hundreds_of_characters_stays_whole():
+    """No Korean word is 200 characters long: a spaceless run is one word, not minutes of Kiwi."""
+    run = "가나다라" * 5000
+    words = w.words_of(pa.array([run, "권리를 " + run[:200]]), "ko")
+    assert doc_words(words, 0) == [run] and doc_words(words, 1)[:2] == ["권리", "를"]
